@@ -1,0 +1,124 @@
+"""Run the parser in a worker process with a memory cap and a deadline.
+
+pypdf, python-docx and pandas all have inputs that take minutes or gigabytes; a thread cannot be
+stopped, a process can. The worker is started once and reused; it is killed and restarted after a
+timeout or a crash, and the caller gets a specific error instead of a hung app.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from ..errors import CorruptFile, EchoMindError, ParseTimeout
+from . import Limits, ParsedDocument
+
+_HEADER = struct.Struct("!Q")
+
+
+def _send(stream, obj) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, remaining = [], size
+    while remaining:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+class ParserProcess:
+    def __init__(self, timeout_s: float = 120.0, memory_mb: int = 6144):
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def parse(self, data: bytes, filename: str, password: str | None = None, limits: Limits = Limits()) -> ParsedDocument:
+        with self._lock:
+            proc = self._ensure()
+            try:
+                _send(proc.stdin, (data, filename, password, limits))
+                deadline = time.monotonic() + self.timeout_s
+                size = _HEADER.unpack(_read_exact(proc.stdout.fileno(), _HEADER.size, deadline))[0]
+                status, value = pickle.loads(_read_exact(proc.stdout.fileno(), size, deadline))
+            except TimeoutError:
+                self._kill()
+                raise ParseTimeout(f"Reading '{filename}' took longer than {self.timeout_s:.0f} s and was stopped. The file may be damaged or unusually complex.") from None
+            except (EOFError, BrokenPipeError, OSError):
+                code = self._kill()
+                reason = "ran out of memory" if code in (-9, 137) or code is None else f"crashed (exit {code})"
+                raise CorruptFile(f"Reading '{filename}' {reason}; nothing was stored. The file may be damaged or too complex (memory limit {self.memory_mb} MB).") from None
+        if status == "ok":
+            return value
+        raise value
+
+    def _ensure(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "echomind.parsing.sandbox", str(self.memory_mb)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
+        return self._proc
+
+    def _kill(self) -> int | None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        proc.kill()
+        try:
+            return proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+
+def _serve(memory_mb: int) -> None:
+    """Worker loop: read a request, parse, answer ("ok", doc) or ("error", EchoMindError)."""
+    import resource
+
+    limit = memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from . import parse_bytes  # import the parsers once, inside the cap
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # stray prints from libraries must not corrupt the channel
+    while True:
+        header = stdin.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        data, filename, password, limits = pickle.loads(stdin.read(_HEADER.unpack(header)[0]))
+        try:
+            reply = ("ok", parse_bytes(data, filename, password, limits))
+        except EchoMindError as exc:
+            reply = ("error", exc)
+        except MemoryError:
+            reply = ("error", CorruptFile(f"Reading '{filename}' needed more than {memory_mb} MB of memory; nothing was stored."))
+        except Exception as exc:  # any library failure becomes a specific, user-facing rejection
+            reply = ("error", CorruptFile(f"'{filename}' could not be read: {type(exc).__name__}: {str(exc)[:300]}"))
+        _send(stdout, reply)
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

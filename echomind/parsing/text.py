@@ -1,0 +1,87 @@
+"""Plain text and Markdown: decode without mojibake, keep front-matter and heading structure."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from charset_normalizer import from_bytes
+
+from ..errors import EmptyDocument, UnsupportedFileType
+from .models import ParsedDocument, Segment
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+
+
+def decode_text(data: bytes, filename: str) -> str:
+    """UTF-8 first (with or without BOM); otherwise let charset-normalizer pick the encoding."""
+    for encoding in ("utf-8-sig",):
+        try:
+            return _normalise(data.decode(encoding))
+        except UnicodeDecodeError:
+            pass
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return _normalise(data.decode("utf-16"))
+    best = from_bytes(data).best()
+    if best is None:
+        raise UnsupportedFileType(f"'{filename}' is not readable text in any encoding we recognise.")
+    return _normalise(str(best))
+
+
+def _normalise(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def parse_text(data: bytes, filename: str) -> ParsedDocument:
+    text = decode_text(data, filename).strip()
+    if not text:
+        raise EmptyDocument(f"'{filename}' contains only whitespace: there is no text to index.")
+    return ParsedDocument(filetype="txt", segments=[Segment(text=text)])
+
+
+def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
+    """Front-matter becomes document metadata; each heading becomes the section of the text under it."""
+    text = decode_text(data, filename)
+    metadata: dict = {}
+    match = _FRONT_MATTER.match(text)
+    if match:
+        try:
+            loaded = yaml.safe_load(match.group(1))
+            if isinstance(loaded, dict):
+                metadata = {str(k): _plain(v) for k, v in loaded.items()}
+                text = text[match.end():]
+        except yaml.YAMLError:
+            pass  # not front-matter after all: keep it as text
+    segments: list[Segment] = []
+    path: list[str] = []
+    start, section = 0, None
+    for heading in _HEADING.finditer(text):
+        _append(segments, text[start:heading.start()], section)
+        level = len(heading.group(1))
+        path = path[: level - 1] + [heading.group(2).strip()]
+        section = " > ".join(path)
+        start = heading.start()
+    _append(segments, text[start:], section)
+    if not segments:
+        raise EmptyDocument(f"'{filename}' has no text besides its front-matter.")
+    if "tags" in metadata and isinstance(metadata["tags"], str):
+        metadata["tags"] = [t.strip() for t in re.split(r"[,\s]+", metadata["tags"]) if t.strip()]
+    return ParsedDocument(filetype="md", segments=segments, metadata=metadata)
+
+
+def _append(segments: list[Segment], text: str, section: str | None) -> None:
+    text = text.strip()
+    if text:
+        segments.append(Segment(text=text, section=section))
+
+
+def _plain(value):
+    """YAML dates and other objects become JSON-safe values."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
