@@ -26,7 +26,7 @@ _RAISED_LIMITS = {
     )
 }
 _WORDISH = re.compile(r"[^\W\d_]{2,}")
-_MIN_TEXT_CHARS = 16
+_MIN_TEXT_CHARS = 2
 
 
 def parse_pdf(data: bytes, filename: str, password: str | None = None) -> ParsedDocument:

@@ -1,0 +1,96 @@
+"""``chunk_document`` (seed 2.1): detect type -> sanitize -> chunk by strategy -> ids and positions."""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..parsing.models import Segment
+from . import chunkers
+from .detect import detect_document_type
+from .models import Chunk, DocType, Sensitivity
+from .sanitize import redact, sensitivity_for, weak_pii_density
+
+
+@dataclass
+class ChunkedDocument:
+    chunks: list[Chunk]
+    doc_type: DocType
+    sensitivity: Sensitivity
+    redactions: Counter = field(default_factory=Counter)
+
+    @property
+    def embed_chunks(self) -> list[Chunk]:
+        return [c for c in self.chunks if not c.is_parent]
+
+
+def chunk_document(text: str, doc_id: str) -> list[Chunk]:
+    """The seed's entry point: one text in, flat [P1, C1, C2, ..., P2, ...] or plain chunks out."""
+    return chunk_segments([Segment(text=text)], doc_id).chunks
+
+
+def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False) -> ChunkedDocument:
+    raw = "\n\n".join(s.text for s in segments)
+    doc_type = detect_document_type(raw)
+    if tabular and doc_type is not DocType.SENSITIVE:
+        doc_type = DocType.TABLE
+    # Redact segment by segment so the clean text still maps back to pages, slides and rows.
+    cleaned, counts = [], Counter()
+    for segment in segments:
+        clean, found = redact(segment.text)
+        cleaned.append(clean)
+        counts.update(found)
+    sensitivity = sensitivity_for(sum(counts.values()), weak_pii_density(raw))
+    clean_text = "\n\n".join(cleaned)
+    starts, pos = [], 0
+    for clean in cleaned:
+        starts.append(pos)
+        pos += len(clean) + 2
+
+    if tabular:
+        rows = [(s, s + len(c)) for s, c in zip(starts, cleaned) if c.strip()]
+        size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
+        pieces = chunkers.chunk_rows(clean_text, rows, *size)
+    elif doc_type is DocType.SENSITIVE:
+        pieces = chunkers.chunk_sensitive(clean_text)
+    elif doc_type is DocType.FAQ:
+        pieces = chunkers.chunk_faq(clean_text)
+    elif doc_type is DocType.BOOK:
+        pieces = chunkers.chunk_long_form(clean_text)
+    else:
+        pieces = chunkers.chunk_unstructured(clean_text)
+
+    redacted = sum(counts.values()) > 0
+    chunks: list[Chunk] = []
+
+    def add(piece: chunkers.Piece, parent: str | None) -> Chunk:
+        first = segments[bisect.bisect_right(starts, piece.start) - 1]
+        last = segments[bisect.bisect_right(starts, max(piece.start, piece.end - 1)) - 1]
+        index = len(chunks)
+        chunk = Chunk(
+            doc_id=doc_id,
+            chunk_id=f"{doc_id}:{index}",
+            text=piece.text,
+            doc_type=doc_type,
+            sensitivity_level=sensitivity,
+            redacted=redacted and "[REDACTED_" in piece.text,
+            chunk_index=index,
+            is_parent=piece.is_parent,
+            parent_chunk_id=parent,
+            section=first.section,
+            page=first.page,
+            page_end=last.page if last.page != first.page else None,
+            slide=first.slide,
+            sheet=first.sheet,
+            row=first.row,
+            row_end=last.row if last.row != first.row else None,
+        )
+        chunks.append(chunk)
+        return chunk
+
+    for piece in pieces:
+        head = add(piece, None)
+        for child in piece.children:
+            add(child, head.chunk_id)
+    return ChunkedDocument(chunks=chunks, doc_type=doc_type, sensitivity=sensitivity, redactions=counts)

@@ -1,0 +1,270 @@
+"""The facade the UI and CLI call: ingest, delete, search, documents, index upkeep.
+
+Writes go through one lock (a single writer path); the slow parts (parsing in a worker process,
+embedding) run outside it. SQLite commits first, then the in-memory indexes follow, so a crash
+at any point leaves SQLite whole and the indexes rebuildable.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .chunking import chunk_segments
+from .errors import NotFound
+from .index.dense import DenseIndex
+from .index.sparse import SparseIndex
+from .parsing import Limits, ParsedDocument, Segment
+from .parsing.sandbox import ParserProcess
+from .providers import Embedder, make_embedder
+from .search import SearchResult, hybrid_search
+from .settings import AppConfig, RetrievalSettings
+from .store import Store, utcnow
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class IngestResult:
+    status: str  # "indexed" | "replaced" | "duplicate"
+    doc_id: str
+    filename: str
+    filetype: str = ""
+    doc_type: str = ""
+    sensitivity: str = ""
+    chunks: int = 0
+    parents: int = 0
+    redactions: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+
+
+def safe_filename(name: str) -> str:
+    """Keep the base name only, without control characters, at most 255 characters."""
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = re.sub(r"[\x00-\x1f\x7f]", "", base).strip().lstrip(".") or "untitled"
+    if len(base) > 255:
+        stem, dot, ext = base.rpartition(".")
+        base = (stem[: 250 - len(ext)] + dot + ext) if dot and len(ext) <= 10 else base[:255]
+    return base
+
+
+class Engine:
+    def __init__(self, config: AppConfig | None = None, embedder: Embedder | None = None):
+        self.config = config or AppConfig()
+        self.config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.config.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.store = Store(self.config.db_path)
+        self.embedder = embedder or make_embedder(self.config)
+        self.parser = ParserProcess(self.config.parse_timeout_s, self.config.parse_memory_mb)
+        self.limits = Limits(
+            max_bytes=self.config.max_upload_mb * 2**20,
+            max_uncompressed_bytes=self.config.max_uncompressed_mb * 2**20,
+            max_compression_ratio=self.config.max_compression_ratio,
+        )
+        self._write = threading.RLock()
+        self.notices: list[str] = []
+        self._reembed_if_model_changed()
+        self.dense, self.sparse = self._load_or_rebuild()
+        atexit.register(self.close)
+
+    # -- derived indexes ------------------------------------------------------------------------
+    @property
+    def _dense_path(self):
+        return self.config.index_dir / "dense.faiss"
+
+    @property
+    def _sparse_path(self):
+        return self.config.index_dir / f"sparse-{self.config.bm25_variant}.pkl"
+
+    def _load_or_rebuild(self) -> tuple[DenseIndex, SparseIndex]:
+        generation = self.store.generation
+        dense = sparse = None
+        try:
+            candidate = DenseIndex.load(self._dense_path)
+            if candidate.generation == generation and candidate.dim == self.embedder.dim:
+                dense = candidate
+        except (OSError, ValueError, KeyError, RuntimeError):
+            pass
+        try:
+            candidate = SparseIndex.load(self._sparse_path)
+            if candidate.generation == generation and candidate.variant_name == self.config.bm25_variant:
+                sparse = candidate
+        except (OSError, ValueError, KeyError, EOFError, AttributeError, ImportError):
+            pass
+        if dense is None or sparse is None:
+            rebuilt_dense, rebuilt_sparse = self._build_from_store(need_dense=dense is None, need_sparse=sparse is None)
+            dense = dense or rebuilt_dense
+            sparse = sparse or rebuilt_sparse
+        return dense, sparse
+
+    def _build_from_store(self, need_dense: bool = True, need_sparse: bool = True) -> tuple[DenseIndex | None, SparseIndex | None]:
+        generation = self.store.generation
+        dense = DenseIndex(self.embedder.dim) if need_dense else None
+        sparse = SparseIndex(self.config.bm25_variant) if need_sparse else None
+        for batch in self.store.iter_embedded():
+            if sparse is not None:
+                sparse.add([r for r, _, _ in batch], [t for _, t, _ in batch])
+            if dense is not None:
+                with_vec = [(r, v) for r, _, v in batch if v is not None]
+                if with_vec:
+                    dense.add([r for r, _ in with_vec], np.frombuffer(b"".join(v for _, v in with_vec), dtype=np.float32).reshape(len(with_vec), -1))
+        for index in (dense, sparse):
+            if index is not None:
+                index.generation = generation
+        return dense, sparse
+
+    def rebuild_indexes(self) -> dict[str, int]:
+        """Throw the derived indexes away and rebuild them from SQLite (the repair command)."""
+        with self._write:
+            self.dense, self.sparse = self._build_from_store()
+            self.save_indexes()
+        return {"dense": len(self.dense), "sparse": len(self.sparse)}
+
+    def save_indexes(self) -> None:
+        with self._write:
+            self.dense.save(self._dense_path)
+            self.sparse.save(self._sparse_path)
+
+    def _reembed_if_model_changed(self) -> None:
+        """Vectors from another model (or dimension) are never mixed: re-embed everything."""
+        stored = self.store.get_meta("embedder")
+        if stored == self.embedder.id:
+            return
+        if self.store.counts()["vectors"] and stored is not None:
+            self.notices.append(f"Embedding model changed from {stored} to {self.embedder.id}: re-indexing all chunks.")
+            for batch in self.store.iter_embedded(batch=256):
+                vectors = self.embedder.embed([t for _, t, _ in batch])
+                self.store.replace_vectors([(r, v) for (r, _, _), v in zip(batch, vectors)])
+        self.store.set_meta("embedder", self.embedder.id)
+
+    # -- ingestion ------------------------------------------------------------------------------
+    def ingest_bytes(self, filename: str, data: bytes, password: str | None = None, progress: Progress | None = None,
+                     meta: dict[str, Any] | None = None) -> IngestResult:
+        progress = progress or (lambda stage, fraction: None)
+        filename = safe_filename(filename)
+        checksum = hashlib.sha256(data).hexdigest()
+        existing = self.store.find_by_checksum(checksum)
+        if existing is not None:
+            return self._duplicate(filename, existing)
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        progress("parse", 0.0)
+        parsed = self.parser.parse(data, filename, password, self.limits)
+        timings["parse"] = time.perf_counter() - t
+        return self._ingest_parsed(filename, parsed, checksum, len(data), progress, timings, meta or {})
+
+    def ingest_text(self, filename: str, text: str, meta: dict[str, Any] | None = None, progress: Progress | None = None) -> IngestResult:
+        """Text that is already text (transcripts, notes): no parsing, same pipeline."""
+        data = text.encode("utf-8")
+        existing = self.store.find_by_checksum(hashlib.sha256(data).hexdigest())
+        if existing is not None:
+            return self._duplicate(filename, existing)
+        parsed = ParsedDocument(filetype="text", segments=[Segment(text=text.strip())])
+        return self._ingest_parsed(safe_filename(filename), parsed, hashlib.sha256(data).hexdigest(), len(data),
+                                   progress or (lambda s, f: None), {}, meta or {})
+
+    def _duplicate(self, filename: str, existing) -> IngestResult:
+        return IngestResult("duplicate", existing["id"], filename, existing["filetype"], existing["doc_type"], existing["sensitivity"],
+                            message=f"'{filename}' is identical to '{existing['filename']}', already indexed on {existing['created_at'][:10]}; nothing was added.")
+
+    def _ingest_parsed(self, filename: str, parsed: ParsedDocument, checksum: str, size: int, progress: Progress,
+                       timings: dict[str, float], meta: dict[str, Any]) -> IngestResult:
+        doc_id = uuid.uuid4().hex[:16]
+        t = time.perf_counter()
+        progress("chunk", 0.0)
+        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular)
+        timings["chunk"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        embed = chunked.embed_chunks
+        parts = []
+        step = max(1, self.config.embed_batch_size)
+        for start in range(0, len(embed), step):
+            progress("embed", start / max(1, len(embed)))
+            parts.append(self.embedder.embed([c.text for c in embed[start : start + step]]))
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        timings["embed"] = time.perf_counter() - t
+
+        progress("index", 0.0)
+        t = time.perf_counter()
+        doc = {
+            "id": doc_id, "filename": filename, "filetype": parsed.filetype, "checksum": checksum, "size_bytes": size,
+            "created_at": meta.pop("created_at", None) or utcnow(), "doc_type": chunked.doc_type.value,
+            "sensitivity": chunked.sensitivity.value, "redactions": sum(chunked.redactions.values()),
+            "meta_json": json.dumps({**parsed.metadata, **meta, "warnings": parsed.warnings}),
+        }
+        with self._write:
+            if self.store.find_by_checksum(checksum) is not None:  # another session won the race
+                return self._duplicate(filename, self.store.find_by_checksum(checksum))
+            old = [r["id"] for r in self.store.find_by_filename(filename)]
+            old_rowids = [rid for d in old for rid in self.store.embedded_rowids(d)]
+            with self.store.atomic() as conn:
+                rowids = self.store.insert_document(conn, doc, chunked.chunks, vectors, replaces=old)
+            generation = self.store.generation
+            ids = [rowids[c.chunk_id] for c in embed]
+            self.dense.remove(old_rowids)
+            self.sparse.remove(old_rowids)
+            self.dense.add(ids, vectors)
+            self.sparse.add(ids, [c.text for c in embed])
+            self.dense.generation = self.sparse.generation = generation
+        timings["index"] = time.perf_counter() - t
+        progress("done", 1.0)
+        return IngestResult(
+            "replaced" if old else "indexed", doc_id, filename, parsed.filetype, chunked.doc_type.value, chunked.sensitivity.value,
+            chunks=len(embed), parents=len(chunked.chunks) - len(embed), redactions=dict(chunked.redactions),
+            warnings=list(parsed.warnings), seconds=timings,
+            message=f"Replaced the earlier version of '{filename}'." if old else "",
+        )
+
+    def delete_document(self, doc_id: str) -> None:
+        with self._write:
+            if self.store.get_document(doc_id) is None:
+                raise NotFound(f"No document with id {doc_id}.")
+            rowids = self.store.delete_document(doc_id)
+            self.dense.remove(rowids)
+            self.sparse.remove(rowids)
+            self.dense.generation = self.sparse.generation = self.store.generation
+
+    # -- reading --------------------------------------------------------------------------------
+    def search(self, queries: str | list[str], settings: RetrievalSettings | None = None) -> SearchResult:
+        queries = [queries] if isinstance(queries, str) else list(queries)
+        return hybrid_search(self.store, self.dense, self.sparse, self.embedder, queries, settings or RetrievalSettings())
+
+    def documents(self) -> list[dict[str, Any]]:
+        return self.store.list_documents()
+
+    def document_chunks(self, doc_id: str) -> list[dict[str, Any]]:
+        return self.store.document_chunks(doc_id)
+
+    def check_consistency(self) -> dict[str, Any]:
+        """Do SQLite, FAISS and BM25 hold exactly the same searchable chunk ids?"""
+        truth = {r for batch in self.store.iter_embedded() for r, _, _ in batch}
+        dense_ids = set(int(i) for i in __import__("faiss").vector_to_array(self.dense.index.id_map)) if len(self.dense) else set()
+        sparse_ids = set(self.sparse.slot)
+        return {
+            "sqlite": len(truth), "faiss": len(dense_ids), "bm25": len(sparse_ids),
+            "consistent": truth == dense_ids == sparse_ids,
+            "missing_in_faiss": len(truth - dense_ids), "extra_in_faiss": len(dense_ids - truth),
+            "missing_in_bm25": len(truth - sparse_ids), "extra_in_bm25": len(sparse_ids - truth),
+        }
+
+    def close(self) -> None:
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
+        try:
+            self.save_indexes()
+        finally:
+            self.parser.close()
+            self.store.close()
