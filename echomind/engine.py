@@ -164,15 +164,36 @@ class Engine:
         timings["parse"] = time.perf_counter() - t
         return self._ingest_parsed(filename, parsed, checksum, len(data), progress, timings, meta or {})
 
-    def ingest_text(self, filename: str, text: str, meta: dict[str, Any] | None = None, progress: Progress | None = None) -> IngestResult:
+    def ingest_text(self, filename: str, text: str, meta: dict[str, Any] | None = None) -> IngestResult:
         """Text that is already text (transcripts, notes): no parsing, same pipeline."""
-        data = text.encode("utf-8")
-        existing = self.store.find_by_checksum(hashlib.sha256(data).hexdigest())
-        if existing is not None:
-            return self._duplicate(filename, existing)
-        parsed = ParsedDocument(filetype="text", segments=[Segment(text=text.strip())])
-        return self._ingest_parsed(safe_filename(filename), parsed, hashlib.sha256(data).hexdigest(), len(data),
-                                   progress or (lambda s, f: None), {}, meta or {})
+        return self.ingest_texts([(filename, text, meta or {})])[0]
+
+    def ingest_texts(self, items: list[tuple[str, str, dict[str, Any]]], progress: Progress | None = None, batch_docs: int = 64) -> list[IngestResult]:
+        """Many texts at once (a corpus, an import): embedding runs over large batches across documents,
+        still one transaction per document. Entries already stored are skipped as duplicates."""
+        results: list[IngestResult] = []
+        for start in range(0, len(items), batch_docs):
+            if progress:
+                progress("ingest", start / max(1, len(items)))
+            prepared = []
+            for filename, text, meta in items[start : start + batch_docs]:
+                data = text.encode("utf-8")
+                checksum = hashlib.sha256(data).hexdigest()
+                existing = self.store.find_by_checksum(checksum)
+                if existing is not None:
+                    results.append(self._duplicate(filename, existing))
+                    continue
+                prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, len(data), dict(meta)))
+            doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
+            chunked = [chunk_segments(p.segments, d, p.tabular) for (_, p, _, _, _), d in zip(prepared, doc_ids)]
+            texts = [c.text for doc in chunked for c in doc.embed_chunks]
+            vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            offset = 0
+            for (filename, parsed, checksum, size, meta), doc_id, chunks in zip(prepared, doc_ids, chunked):
+                n = len(chunks.embed_chunks)
+                results.append(self._commit(doc_id, filename, parsed, chunks, vectors[offset : offset + n], checksum, size, meta, {}))
+                offset += n
+        return results
 
     def _duplicate(self, filename: str, existing) -> IngestResult:
         return IngestResult("duplicate", existing["id"], filename, existing["filetype"], existing["doc_type"], existing["sensitivity"],
@@ -197,7 +218,15 @@ class Engine:
         timings["embed"] = time.perf_counter() - t
 
         progress("index", 0.0)
+        result = self._commit(doc_id, filename, parsed, chunked, vectors, checksum, size, meta, timings)
+        progress("done", 1.0)
+        return result
+
+    def _commit(self, doc_id: str, filename: str, parsed: ParsedDocument, chunked, vectors: np.ndarray, checksum: str, size: int,
+                meta: dict[str, Any], timings: dict[str, float]) -> IngestResult:
+        """One transaction for the document; then the derived indexes follow."""
         t = time.perf_counter()
+        embed = chunked.embed_chunks
         doc = {
             "id": doc_id, "filename": filename, "filetype": parsed.filetype, "checksum": checksum, "size_bytes": size,
             "created_at": meta.pop("created_at", None) or utcnow(), "doc_type": chunked.doc_type.value,
@@ -219,7 +248,6 @@ class Engine:
             self.sparse.add(ids, [c.text for c in embed])
             self.dense.generation = self.sparse.generation = generation
         timings["index"] = time.perf_counter() - t
-        progress("done", 1.0)
         return IngestResult(
             "replaced" if old else "indexed", doc_id, filename, parsed.filetype, chunked.doc_type.value, chunked.sensitivity.value,
             chunks=len(embed), parents=len(chunked.chunks) - len(embed), redactions=dict(chunked.redactions),

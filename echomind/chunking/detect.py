@@ -9,11 +9,11 @@ from .sanitize import pii_density
 
 SENSITIVE_DENSITY = 0.015
 QUESTION_LINE = re.compile(
-    r"^\s*(?:\d+[.)]\s*)?(?:Q\s*\d*\s*[:.)]|Question\s*\d*\s*[:.)]|Question\s+\d+\b)|^\s*(?:\d+[.)]\s*)?[A-Z][^\n]{3,200}\?\s*$",
+    r"^[ \t]*(?:\d+[.)][ \t]*)?(?:Q[ \t]*\d*[ \t]*[:.)]|Question[ \t]*\d*[ \t]*[:.)]|Question[ \t]+\d+\b)|^[ \t]*(?:\d+[.)][ \t]*)?[A-Z][^\n]{3,200}\?[ \t]*$",
     re.M,
 )
 FAQ_MARKER = re.compile(r"\bFAQs?\b|frequently asked", re.I)
-HEADING_LINE = re.compile(r"^\s*(?:(?:chapter|section|part)\s+(?:\d+|[IVXLC]+)\b|#{1,6}\s+\S)", re.I | re.M)
+HEADING_LINE = re.compile(r"^[ \t]*(?:(?:chapter|section|part)\s+(?:\d+|[IVXLC]+)\b|#{1,6}\s+\S)", re.I | re.M)
 
 
 def question_lines(text: str) -> list[re.Match]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -11,6 +12,9 @@ from . import chunkers
 from .detect import detect_document_type
 from .models import Chunk, DocType, Sensitivity
 from .sanitize import redact, sensitivity_for, weak_pii_density
+
+
+PARAGRAPHS = re.compile(r"\n\s*\n")
 
 
 @dataclass
@@ -23,6 +27,13 @@ class ChunkedDocument:
     @property
     def embed_chunks(self) -> list[Chunk]:
         return [c for c in self.chunks if not c.is_parent]
+
+
+def _squash(text: str) -> str:
+    """One whitespace character between words (a line break stays a line break, so FAQ lines survive):
+    sizes measured on spans are then the sizes of the chunk texts, which fold line breaks to spaces."""
+    paragraphs = ("\n".join(" ".join(line.split()) for line in p.splitlines() if line.strip()) for p in PARAGRAPHS.split(text))
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 def chunk_document(text: str, doc_id: str) -> list[Chunk]:
@@ -39,7 +50,7 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False) 
     cleaned, counts = [], Counter()
     for segment in segments:
         clean, found = redact(segment.text)
-        cleaned.append(clean)
+        cleaned.append(clean if tabular else _squash(clean))
         counts.update(found)
     sensitivity = sensitivity_for(sum(counts.values()), weak_pii_density(raw))
     clean_text = "\n\n".join(cleaned)

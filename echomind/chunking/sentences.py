@@ -45,9 +45,7 @@ def cut_long(text: str, spans: list[Span], hard_max: int) -> list[Span]:
     out: list[Span] = []
     for start, end in spans:
         while end - start > hard_max:
-            cut = text.rfind(" ", start + hard_max // 2, start + hard_max)
-            if cut <= start:
-                cut = max((text.rfind(ws, start + 1, start + hard_max) for ws in "\n\t"), default=-1)
+            cut = max(text.rfind(ws, start + 1, start + hard_max) for ws in " \n\t")  # the last word boundary
             if cut <= start:
                 cut = start + hard_max
             out.append(_strip(text, start, cut))

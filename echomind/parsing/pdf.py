@@ -27,6 +27,8 @@ _RAISED_LIMITS = {
 }
 _WORDISH = re.compile(r"[^\W\d_]{2,}")
 _MIN_TEXT_CHARS = 2
+# Typographic ligatures (U+FB00-FB06) would hide "fi" in "misﬁts" from keyword search.
+LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st"})
 
 
 def parse_pdf(data: bytes, filename: str, password: str | None = None) -> ParsedDocument:
@@ -76,7 +78,7 @@ def _open(data: bytes, filename: str, password: str | None) -> pypdf.PdfReader:
 
 
 def _clean(text: str) -> str:
-    text = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
+    text = text.translate(LIGATURES).replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
     return re.sub(r"[ \t]+\n", "\n", text).strip()
 
 

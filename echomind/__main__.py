@@ -1,0 +1,143 @@
+"""Command line: python -m echomind ingest|search|eval|bench|check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .errors import EchoMindError
+from .settings import AppConfig, RetrievalSettings
+
+
+def _engine(args):
+    from .engine import Engine
+
+    values = {}
+    if getattr(args, "data_dir", None):
+        values["data_dir"] = Path(args.data_dir)
+    if getattr(args, "bm25", None):
+        values["bm25_variant"] = args.bm25
+    return Engine(AppConfig(**values))
+
+
+def cmd_ingest(args) -> int:
+    engine = _engine(args)
+    failed = 0
+    for path in map(Path, args.files):
+        try:
+            r = engine.ingest_bytes(path.name, path.read_bytes(), password=args.password)
+            print(f"{r.status:9s} {path.name}: {r.chunks} chunks ({r.doc_type}, {r.sensitivity}) {r.message}")
+        except EchoMindError as exc:
+            failed += 1
+            print(f"rejected  {path.name}: {exc}")
+    engine.close()
+    return 1 if failed else 0
+
+
+def cmd_search(args) -> int:
+    engine = _engine(args)
+    result = engine.search(args.query, RetrievalSettings(top_k=args.top_k))
+    print(f"mode: {result.mode}  " + "  ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items()))
+    for w in result.warnings:
+        print("warning:", w)
+    for i, hit in enumerate(result.hits, 1):
+        where = ", ".join(f"{k} {hit.source[k]}" for k in ("page", "slide", "sheet", "row") if k in hit.source)
+        print(f"[{i}] {hit.score:.3f} {hit.source['filename']} {where} dense#{hit.trace['dense_rank']} bm25#{hit.trace['sparse_rank']}")
+        print("    " + hit.text[:200].replace("\n", " "))
+    engine.close()
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .engine import Engine
+    from .evaluation import evaluate, load_beir
+
+    beir = load_beir(args.path, args.split)
+    if args.limit:
+        keep = dict(list(beir.queries.items())[: args.limit])
+        beir.queries, beir.qrels = keep, {q: beir.qrels[q] for q in keep}
+    data_dir = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="echomind-eval-"))
+    engine = Engine(AppConfig(data_dir=data_dir, bm25_variant=args.bm25))
+    t = time.perf_counter()
+    base = RetrievalSettings(dense_weight=args.dense_weight, sparse_weight=args.sparse_weight)
+    results = evaluate(engine, beir, base, args.modes.split(","),
+                       progress=lambda stage, f: print(f"\r  ingesting {f:5.1%}", end="", file=sys.stderr, flush=True))
+    print(file=sys.stderr)
+    counts = engine.store.counts()
+    print(f"{beir.name} ({args.split}): {len(beir.queries)} queries, {len(beir.corpus)} documents -> {counts['searchable_chunks']} searchable chunks")
+    print(f"settings: embedder {engine.embedder.id}; BM25 {args.bm25}; RRF K={base.rrf_k}, dense {base.dense_weight} / sparse {base.sparse_weight}; "
+          f"k per query 400; document rank = best chunk; store {data_dir}")
+    print(f"{'mode':8s} {'nDCG@10':>8s} {'R@10':>7s} {'R@100':>7s} {'MRR@10':>7s} {'p50 ms':>7s} {'p95 ms':>7s}")
+    for mode, m in results.items():
+        print(f"{mode:8s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['Recall@100']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+    print(f"total {time.perf_counter() - t:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    engine.close()
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    return run_bench(args)
+
+
+def cmd_check(args) -> int:
+    engine = _engine(args)
+    report = engine.check_consistency()
+    print(json.dumps(report, indent=2))
+    if not report["consistent"] and args.repair:
+        print("rebuilding indexes from SQLite ...")
+        engine.rebuild_indexes()
+        report = engine.check_consistency()
+        print(json.dumps(report, indent=2))
+    engine.close()
+    return 0 if report["consistent"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m echomind", description=__doc__)
+    parser.add_argument("--data-dir", help="where the store lives (default: the per-user data directory)")
+    parser.add_argument("--bm25", default="lucene", choices=["lucene", "seed"], help="BM25 variant")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("ingest", help="add files to the store")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--password")
+    p.set_defaults(func=cmd_ingest)
+    p = sub.add_parser("search", help="hybrid search, printing each hit's trace")
+    p.add_argument("query")
+    p.add_argument("--top-k", type=int, default=5)
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("eval", help="BEIR-format evaluation (nDCG@10, Recall@10/100, MRR@10)")
+    p.add_argument("path")
+    p.add_argument("--split", default="test")
+    p.add_argument("--modes", default="bm25,dense,hybrid")
+    p.add_argument("--store", help="keep the ingested corpus here and reuse it on the next run")
+    p.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    p.add_argument("--dense-weight", type=float, default=0.6)
+    p.add_argument("--sparse-weight", type=float, default=0.4)
+    p.add_argument("--json", help="also write the figures to this file")
+    p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("bench", help="ingestion throughput, retrieval latency at 10k/100k chunks, start-up, memory")
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--json", help="also write the figures to this file")
+    p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("check", help="check that SQLite, FAISS and BM25 agree; --repair rebuilds from SQLite")
+    p.add_argument("--repair", action="store_true")
+    p.set_defaults(func=cmd_check)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except EchoMindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
