@@ -102,6 +102,7 @@ class Engine:
                 sparse = candidate
         except (OSError, ValueError, KeyError, EOFError, AttributeError, ImportError):
             pass
+        self.index_source = "loaded" if dense is not None and sparse is not None else "rebuilt"
         if dense is None or sparse is None:
             rebuilt_dense, rebuilt_sparse = self._build_from_store(need_dense=dense is None, need_sparse=sparse is None)
             dense = dense or rebuilt_dense

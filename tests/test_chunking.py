@@ -152,6 +152,7 @@ def test_redaction_labels(text, label):
     "ISBN 978-0-306-40615-7 (9780306406157)",
     "card-like 4539 1488 0343 6468 fails Luhn",
     "Meeting on 12/03/2024 at 10:30",
+    "Population 273.879.750 in 2023",
 ])
 def test_look_alikes_stay(text):
     result = sanitize_text(text)

@@ -48,6 +48,8 @@ def _phone(match: str) -> bool:
     digits = re.sub(r"\D", "", match)
     if not 7 <= len(digits) <= 15 or _DATE.search(match):
         return False
+    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+", match.strip()):
+        return False  # 273.879.750 is a number with thousands separators
     international = match.lstrip().startswith(("+", "(")) or match.lstrip().startswith("00")
     if international:
         return True

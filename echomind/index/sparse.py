@@ -97,7 +97,8 @@ class SparseIndex:
             for rowid in rowids:
                 if rowid in self.slot:
                     self._remove_one(rowid)
-            if len(self.alive) > 1000 and len(self.slot) < 0.7 * len(self.alive):
+            dead = len(self.alive) - len(self.slot)
+            if dead > 64 and dead > 0.3 * len(self.alive):
                 self._compact()
 
     def _remove_one(self, rowid: int) -> None:
@@ -109,7 +110,7 @@ class SparseIndex:
         self.doc_terms[d] = None
 
     def _compact(self) -> None:
-        """Drop the postings of deleted documents (only when a third of the slots are dead)."""
+        """Drop the postings of deleted documents (only when more than 30 % of the slots are dead)."""
         keep = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
         new_slot = np.cumsum(keep) - 1
         for tid in range(len(self.post_docs)):
