@@ -49,6 +49,7 @@ def test_cli_eval_on_a_scifact_subset(tmp_path, capsys):
     out = tmp_path / "figures.json"
     assert main(["eval", str(subset), "--store", str(tmp_path / "store"), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
+    first_line = printed.splitlines()[0]
     assert "nDCG@10" in printed and "hybrid" in printed and "dense 0.6 / sparse 0.4" in printed
     figures = json.loads(out.read_text())
     assert set(figures) == {"bm25", "dense", "hybrid"}
@@ -60,4 +61,4 @@ def test_cli_eval_on_a_scifact_subset(tmp_path, capsys):
     assert main(["eval", str(subset), "--store", str(tmp_path / "store"), "--modes", "bm25", "--json", str(out2)]) == 0
     again = json.loads(out2.read_text())["bm25"]
     assert {k: v for k, v in again.items() if "ms" not in k} == {k: v for k, v in figures["bm25"].items() if "ms" not in k}
-    assert "300 documents -> 870 searchable chunks" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[0] == first_line  # same documents -> same chunks
