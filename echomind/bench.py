@@ -52,7 +52,7 @@ def _scifact_chunks(limit_docs: int | None = None) -> tuple[list[str], list[str]
 def bench_ingestion(embedder, docs: int = 120) -> dict:
     beir = load_beir(SCIFACT)
     items = [(f"doc-{cid}", document_text(e), {}) for cid, e in list(beir.corpus.items())[:docs]]
-    chunk_texts = [c.text for _, text, _ in items for c in chunk_segments([Segment(text)], "x").embed_chunks]
+    chunk_texts = [c.index_text for _, text, _ in items for c in chunk_segments([Segment(text)], "x").embed_chunks]
     embedder.embed(chunk_texts[:8])  # warm up
     t = time.perf_counter()
     embedder.embed(chunk_texts)

@@ -49,6 +49,15 @@ class IngestResult:
     message: str = ""
 
 
+def document_title(parsed: ParsedDocument, meta: dict[str, Any]) -> str | None:
+    """A title worth repeating on every chunk: given, from front-matter or core properties, else none.
+    PDF producers often write junk titles ("Microsoft Word - x.docx", "untitled"), which are skipped."""
+    title = str(meta.get("title") or parsed.metadata.get("title") or "").strip()
+    if not title or len(title) > 200 or re.search(r"(?i)^(untitled|microsoft \w+ - |document\d*$)|\.(docx?|pdf|pptx?)$", title):
+        return None
+    return title
+
+
 def safe_filename(name: str) -> str:
     """Keep the base name only, without control characters, at most 255 characters."""
     base = re.split(r"[\\/]", name or "")[-1]
@@ -186,8 +195,8 @@ class Engine:
                     continue
                 prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, len(data), dict(meta)))
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
-            chunked = [chunk_segments(p.segments, d, p.tabular) for (_, p, _, _, _), d in zip(prepared, doc_ids)]
-            texts = [c.text for doc in chunked for c in doc.embed_chunks]
+            chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m)) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
+            texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
             vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
             offset = 0
             for (filename, parsed, checksum, size, meta), doc_id, chunks in zip(prepared, doc_ids, chunked):
@@ -205,7 +214,7 @@ class Engine:
         doc_id = uuid.uuid4().hex[:16]
         t = time.perf_counter()
         progress("chunk", 0.0)
-        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular)
+        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta))
         timings["chunk"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -214,7 +223,7 @@ class Engine:
         step = max(1, self.config.embed_batch_size)
         for start in range(0, len(embed), step):
             progress("embed", start / max(1, len(embed)))
-            parts.append(self.embedder.embed([c.text for c in embed[start : start + step]]))
+            parts.append(self.embedder.embed([c.index_text for c in embed[start : start + step]]))
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
         timings["embed"] = time.perf_counter() - t
 
@@ -246,7 +255,7 @@ class Engine:
             self.dense.remove(old_rowids)
             self.sparse.remove(old_rowids)
             self.dense.add(ids, vectors)
-            self.sparse.add(ids, [c.text for c in embed])
+            self.sparse.add(ids, [c.index_text for c in embed])
             self.dense.generation = self.sparse.generation = generation
         timings["index"] = time.perf_counter() - t
         return IngestResult(

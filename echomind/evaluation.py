@@ -94,7 +94,7 @@ MODES = {
 def ingest_corpus(engine, beir: BeirSet, progress=None) -> dict[str, str]:
     """Ingest every corpus entry as one document; returns doc_id -> corpus id. Re-running skips entries
     already stored (their checksum matches), so a saved evaluation store is reused."""
-    items = [(f"{beir.name}-{cid}", document_text(entry), {"beir_id": cid}) for cid, entry in beir.corpus.items()]
+    items = [(f"{beir.name}-{cid}", document_text(entry), {"beir_id": cid, "title": entry.get("title") or None}) for cid, entry in beir.corpus.items()]
     engine.ingest_texts(items, progress=progress)
     mapping = {}
     for doc in engine.documents():

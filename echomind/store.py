@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .chunking import Chunk
+from .chunking.models import with_context
 
 
 def utcnow() -> str:
@@ -52,6 +53,7 @@ MIGRATIONS: list[tuple[str, str]] = [
             is_parent INTEGER NOT NULL,
             parent_chunk_id TEXT,
             text TEXT NOT NULL,
+            context TEXT,
             source_json TEXT NOT NULL
         );
         CREATE INDEX chunks_doc ON chunks(doc_id, chunk_index);
@@ -204,8 +206,8 @@ class Store:
         for chunk in chunks:
             source = chunk.to_source_dict(doc["filename"], doc["filetype"])
             cur = conn.execute(
-                "INSERT INTO chunks(chunk_id, doc_id, chunk_index, is_parent, parent_chunk_id, text, source_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (chunk.chunk_id, chunk.doc_id, chunk.chunk_index, int(chunk.is_parent), chunk.parent_chunk_id, chunk.text, json.dumps(source)),
+                "INSERT INTO chunks(chunk_id, doc_id, chunk_index, is_parent, parent_chunk_id, text, context, source_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (chunk.chunk_id, chunk.doc_id, chunk.chunk_index, int(chunk.is_parent), chunk.parent_chunk_id, chunk.text, chunk.context, json.dumps(source)),
             )
             if not chunk.is_parent:
                 rowids[chunk.chunk_id] = cur.lastrowid
@@ -256,16 +258,16 @@ class Store:
         return [{"rowid": r["id"], "chunk_id": r["chunk_id"], "text": r["text"], "source": json.loads(r["source_json"])} for r in rows]
 
     def iter_embedded(self, batch: int = 5000) -> Iterator[list[tuple[int, str, bytes | None]]]:
-        """(rowid, text, vector bytes or None) of every searchable chunk, in rowid order."""
+        """(rowid, index text, vector bytes or None) of every searchable chunk, in rowid order."""
         last = 0
         while True:
             rows = self.query(
-                "SELECT c.id, c.text, v.vector FROM chunks c LEFT JOIN vectors v ON v.chunk_rowid = c.id WHERE c.is_parent = 0 AND c.id > ? ORDER BY c.id LIMIT ?",
+                "SELECT c.id, c.context, c.text, v.vector FROM chunks c LEFT JOIN vectors v ON v.chunk_rowid = c.id WHERE c.is_parent = 0 AND c.id > ? ORDER BY c.id LIMIT ?",
                 (last, batch),
             )
             if not rows:
                 return
-            yield [(r[0], r[1], r[2]) for r in rows]
+            yield [(r[0], with_context(r[1], r[2]), r[3]) for r in rows]
             last = rows[-1][0]
 
     def replace_vectors(self, items: list[tuple[int, np.ndarray]]) -> None:

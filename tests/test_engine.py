@@ -142,3 +142,16 @@ def test_text_ingest_and_tabular_positions(engine):
     note = engine.ingest_text("note-1", "Ideas for the garden: plant tomatoes in April and basil in May.", {"type": "note"})
     assert note.status == "indexed"
     assert engine.search("when to plant basil").hits[0].doc_id == note.doc_id
+
+
+def test_chunks_carry_their_document_title_and_section_into_the_index(engine):
+    body = " ".join(f"Paragraph sentence {i} describes soil, water and light in general terms." for i in range(40))
+    md = f"---\ntitle: Greenhouse handbook\n---\n# Watering\n{body}\n\n# Tomatoes\nPinch the side shoots every week.\n".encode()
+    engine.ingest_bytes("handbook.md", md)
+    chunks = [c for c in engine.document_chunks(engine.documents()[0]["id"])]
+    last = chunks[-1]
+    assert last["source"]["context"] == "Greenhouse handbook > Tomatoes" and last["text"] == "# Tomatoes Pinch the side shoots every week."
+    middle = chunks[len(chunks) // 2]
+    assert middle["source"]["context"] == "Greenhouse handbook > Watering" and "Greenhouse" not in middle["text"]
+    hit = engine.search("greenhouse handbook watering", RetrievalSettings(top_k=1)).hits[0]
+    assert hit.source["section"] == "Watering"  # found through its header, though its text names neither

@@ -23,6 +23,10 @@ class Piece:
     is_parent: bool = False
     children: list["Piece"] = field(default_factory=list)
 
+    def shifted(self, offset: int) -> "Piece":
+        """The same piece, positioned in the enclosing text."""
+        return Piece(self.start + offset, self.end + offset, self.text, self.is_parent, [c.shifted(offset) for c in self.children])
+
 
 def _join(text: str, spans: list[Span], sep: str = " ", squash: bool = True) -> str:
     parts = (text[s:e] for s, e in spans)

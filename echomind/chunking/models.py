@@ -7,6 +7,12 @@ from enum import Enum
 from typing import Any
 
 
+def with_context(context: str | None, text: str) -> str:
+    if not context or text.startswith(context):
+        return text
+    return f"{context}\n{text}"
+
+
 class DocType(str, Enum):
     FAQ = "FAQ"
     BOOK = "BOOK"
@@ -39,6 +45,13 @@ class Chunk:
     sheet: str | None = None
     row: int | None = None
     row_end: int | None = None
+    context: str | None = None  # "Document title > Section": indexed with the chunk, not shown as its text
+
+    @property
+    def index_text(self) -> str:
+        """What the embedder and BM25 see: a chunk cut from the middle of a document still carries
+        the document's title and its section heading (contextual chunk headers)."""
+        return with_context(self.context, self.text)
 
     def to_source_dict(self, filename: str, filetype: str) -> dict[str, Any]:
         """What is stored in chunks.source_json and returned with every hit."""
@@ -56,6 +69,8 @@ class Chunk:
         }
         if self.parent_chunk_id:
             source["parent_chunk_id"] = self.parent_chunk_id
+        if self.context:
+            source["context"] = self.context
         for key in ("page", "page_end", "slide", "sheet", "row", "row_end"):
             value = getattr(self, key)
             if value is not None:

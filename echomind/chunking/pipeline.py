@@ -36,12 +36,27 @@ def _squash(text: str) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
+def section_runs(segments: list[Segment], cleaned: list[str], starts: list[int], min_chars: int = chunkers.USER_MIN) -> list[tuple[int, int]]:
+    """Offsets of runs of consecutive segments under one heading; a run too short to stand alone
+    (a heading line, a one-line section) joins the run after it."""
+    runs: list[list[int]] = []  # [start, end, section index]
+    for i, (segment, clean) in enumerate(zip(segments, cleaned)):
+        end = starts[i] + len(clean)
+        if runs and segments[runs[-1][2]].section == segment.section:
+            runs[-1][1] = end
+        elif runs and runs[-1][1] - runs[-1][0] < min_chars:
+            runs[-1][1], runs[-1][2] = end, i
+        else:
+            runs.append([starts[i], end, i])
+    return [(a, b) for a, b, _ in runs]
+
+
 def chunk_document(text: str, doc_id: str) -> list[Chunk]:
     """The seed's entry point: one text in, flat [P1, C1, C2, ..., P2, ...] or plain chunks out."""
     return chunk_segments([Segment(text=text)], doc_id).chunks
 
 
-def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False) -> ChunkedDocument:
+def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, title: str | None = None) -> ChunkedDocument:
     raw = "\n\n".join(s.text for s in segments)
     doc_type = detect_document_type(raw)
     if tabular and doc_type is not DocType.SENSITIVE:
@@ -63,14 +78,14 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False) 
         rows = [(s, s + len(c)) for s, c in zip(starts, cleaned) if c.strip()]
         size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
         pieces = chunkers.chunk_rows(clean_text, rows, *size)
-    elif doc_type is DocType.SENSITIVE:
-        pieces = chunkers.chunk_sensitive(clean_text)
     elif doc_type is DocType.FAQ:
         pieces = chunkers.chunk_faq(clean_text)
-    elif doc_type is DocType.BOOK:
-        pieces = chunkers.chunk_long_form(clean_text)
     else:
-        pieces = chunkers.chunk_unstructured(clean_text)
+        strategy = {DocType.SENSITIVE: chunkers.chunk_sensitive, DocType.BOOK: chunkers.chunk_long_form}.get(doc_type, chunkers.chunk_unstructured)
+        pieces = []
+        for a, b in section_runs(segments, cleaned, starts):  # a chunk never spans two headings
+            for piece in strategy(clean_text[a:b]):
+                pieces.append(piece.shifted(a))
 
     redacted = sum(counts.values()) > 0
     chunks: list[Chunk] = []
@@ -96,6 +111,7 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False) 
             sheet=first.sheet,
             row=first.row,
             row_end=last.row if last.row != first.row else None,
+            context=" > ".join(dict.fromkeys(p for p in (title, first.section) if p)) or None,
         )
         chunks.append(chunk)
         return chunk
