@@ -19,16 +19,23 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .answer import Answer, start_turn, updated_summary
+from .chats import ChatLog
 from .chunking import chunk_segments
 from .errors import NotFound
 from .index.dense import DenseIndex
 from .index.sparse import SparseIndex
 from .parsing import Limits, ParsedDocument, Segment
 from .parsing.sandbox import ParserProcess
+from .prompts import TAGS as TAGS_PROMPT
+from .prompts import keyword_tags, parse_tags
 from .providers import Embedder, make_embedder
+from .providers.llm import LLM, complete, make_llm
+from .retrieval import Retrieval, retrieve
 from .search import SearchResult, hybrid_search
 from .settings import AppConfig, RetrievalSettings
 from .store import Store, utcnow
+from .transcripts import TranscriptBook
 
 Progress = Callable[[str, float], None]
 
@@ -69,8 +76,9 @@ def safe_filename(name: str) -> str:
 
 
 class Engine:
-    def __init__(self, config: AppConfig | None = None, embedder: Embedder | None = None):
+    def __init__(self, config: AppConfig | None = None, embedder: Embedder | None = None, llm: "LLM | None | str" = "from-config"):
         self.config = config or AppConfig()
+        self._llm = llm  # "from-config": chosen lazily by make_llm on first use
         self.config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.config.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.store = Store(self.config.db_path)
@@ -85,7 +93,51 @@ class Engine:
         self.notices: list[str] = []
         self._reembed_if_model_changed()
         self.dense, self.sparse = self._load_or_rebuild()
+        self.chats = ChatLog(self.store)
+        self.transcripts = TranscriptBook(self)
         atexit.register(self.close)
+
+    # -- language model and answers -------------------------------------------------------------
+    @property
+    def llm(self) -> "LLM | None":
+        if isinstance(self._llm, str):
+            self._llm = make_llm(self.config)
+        return self._llm
+
+    def use_llm(self, backend: str | None = None, llm: "LLM | None | str" = "from-config") -> "LLM | None":
+        """Switch backends (Settings page): a given instance, or what the config (or ``backend``) selects."""
+        if backend is not None:
+            self.config.llm_backend = backend
+        self._llm = llm
+        return self.llm
+
+    def retrieve(self, question: str, settings: RetrievalSettings | None = None, chat_id: str | None = None) -> Retrieval:
+        history, summary = [], ""
+        if chat_id:
+            history = [{"role": m["role"], "content": m["content"]} for m in self.chats.messages(chat_id, limit=10)]
+            summary = self.chats.get(chat_id)["conversation_summary"]
+        return retrieve(self, question, settings or RetrievalSettings(), self.llm, history, summary, self.config.llm_timeout_s)
+
+    def ask(self, chat_id: str, message: str, settings: RetrievalSettings | None = None) -> Answer:
+        """Start a turn: the user's message is stored at once; iterate ``answer.stream()`` for the text."""
+        return start_turn(self, chat_id, message, settings or RetrievalSettings(), self.llm)
+
+    def update_summary(self, chat_id: str, question: str, answer: str) -> str:
+        summary = updated_summary(self.llm, self.chats.get(chat_id)["conversation_summary"], question, answer, self.config.llm_timeout_s)
+        self.chats.set_summary(chat_id, summary)
+        return summary
+
+    def suggest_tags(self, text: str) -> list[str]:
+        """3-6 topic tags from the LLM, or the most frequent content words without one."""
+        if self.llm is not None:
+            try:
+                tags = parse_tags(complete(self.llm, [{"role": "user", "content": TAGS_PROMPT.format(text=text[:3000])}], max_tokens=40,
+                                           timeout_s=self.config.llm_timeout_s))
+                if len(tags) >= 3:
+                    return tags[:6]
+            except Exception:
+                pass
+        return keyword_tags(text)
 
     # -- derived indexes ------------------------------------------------------------------------
     @property

@@ -54,3 +54,7 @@ class EmbedderError(EchoMindError):
 
 class NotFound(EchoMindError):
     pass
+
+
+class LLMError(EchoMindError):
+    """The language model failed, timed out or is not reachable; the user's message is kept."""

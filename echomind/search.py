@@ -36,6 +36,7 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
+    query_vectors: Any = None  # (n_queries, dim) when the embedder answered
 
 
 def hybrid_search(
@@ -45,6 +46,7 @@ def hybrid_search(
     embedder: Embedder | None,
     queries: list[str],
     settings: RetrievalSettings,
+    allowed: set[int] | None = None,
 ) -> SearchResult:
     timings: dict[str, float] = {}
     warnings: list[str] = []
@@ -52,10 +54,11 @@ def hybrid_search(
     dense_weight, sparse_weight = settings.dense_weight, settings.sparse_weight
 
     t = time.perf_counter()
-    sparse_lists = [sparse.search(q, k) for q in queries] if sparse_weight > 0 else []
+    sparse_lists = [sparse.search(q, k, allowed) for q in queries] if sparse_weight > 0 else []
     timings["sparse"] = (time.perf_counter() - t) * 1000
 
     dense_lists: list = []
+    vectors = None
     if dense_weight > 0:
         t = time.perf_counter()
         try:
@@ -64,14 +67,14 @@ def hybrid_search(
             vectors = embedder.embed(queries)
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            dense_lists = dense.search(vectors, k)
+            dense_lists = dense.search(vectors, k, allowed)
             timings["dense"] = (time.perf_counter() - t) * 1000
         except Exception as exc:  # any embedder failure: keep answering from BM25
             warnings.append(f"Semantic search is unavailable ({exc}); results come from keyword search (BM25) only.")
-            dense_lists = []
+            dense_lists, vectors = [], None
             sparse_weight = sparse_weight or 1.0
             if not sparse_lists:
-                sparse_lists = [sparse.search(q, k) for q in queries]
+                sparse_lists = [sparse.search(q, k, allowed) for q in queries]
     mode = "hybrid" if dense_lists and sparse_lists else ("dense-only" if dense_lists else "bm25-only")
 
     t = time.perf_counter()
@@ -94,4 +97,4 @@ def hybrid_search(
         }
         hits.append(Hit(h.rowid, row["chunk_id"], row["doc_id"], row["text"], row["source"], h.rrf / ceiling, trace))
     timings["fuse"] = (time.perf_counter() - t) * 1000
-    return SearchResult(hits, list(queries), mode, warnings, timings, candidates=len(fused))
+    return SearchResult(hits, list(queries), mode, warnings, timings, candidates=len(fused), query_vectors=vectors)

