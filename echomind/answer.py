@@ -122,15 +122,16 @@ def citations_for(text: str, blocks: list[Block]) -> tuple[list[Citation], list[
     return out, invalid
 
 
-def extractive_answer(question: str, blocks: list[Block], limit: int = 3) -> str:
-    """No LLM: the sentences of the best blocks that share most words with the question, cited."""
-    terms = prompts.content_words(question)
+def extractive_answer(question: str, standalone: str, blocks: list[Block], limit: int = 3) -> str:
+    """No LLM: the sentences of the best blocks that share most words with the question (its own
+    words count twice: the words a follow-up borrowed from earlier turns only break ties), cited."""
+    own, borrowed = prompts.content_words(question), prompts.content_words(standalone)
     picked = []
     for block in blocks:
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", block.text) if len(s) > 20]
         if not sentences:
             continue
-        best = max(sentences, key=lambda s: (len(prompts.content_words(s) & terms), -sentences.index(s)))
+        best = max(sentences, key=lambda s: (2 * len(prompts.content_words(s) & own) + len(prompts.content_words(s) & borrowed), -sentences.index(s)))
         picked.append(f"{best.strip()} [{block.number}]")
         if len(picked) == limit:
             break
@@ -183,7 +184,7 @@ def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, 
     system = prompts.with_persona(prompts.RAG_SYSTEM, config.persona)
     if llm is None:
         answer.blocks = blocks
-        answer._pieces = _words(extractive_answer(retrieval.standalone, blocks))
+        answer._pieces = _words(extractive_answer(message, retrieval.standalone, blocks))
         return answer
     fixed = llm.count_tokens(system + prompts.rag_user_message(message, "", summary)) + 32
     budget = llm.context_tokens - config.llm_max_tokens - fixed

@@ -101,9 +101,11 @@ def fit(blocks: list[Block], budget_tokens: int, count_tokens) -> tuple[list[Blo
     """Drop the lowest-scored blocks until the rendered context fits; returns (blocks, dropped)."""
     blocks = list(blocks)
     dropped = 0
-    while blocks and count_tokens(render(blocks)) > budget_tokens:
+    while len(blocks) > 1 and count_tokens(render(blocks)) > budget_tokens:
         worst = min(range(len(blocks)), key=lambda i: (blocks[i].hit.trace.get("final", blocks[i].hit.score), -i))
         blocks.pop(worst)
         dropped += 1
         number(blocks)
+    while blocks and count_tokens(render(blocks)) > budget_tokens and len(blocks[0].text) > 200:
+        blocks[0].text = truncate_words(blocks[0].text, int(len(blocks[0].text) * 0.8))  # the best block, shortened
     return blocks, dropped

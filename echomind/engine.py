@@ -240,7 +240,8 @@ class Engine:
             prepared = []
             for filename, text, meta in items[start : start + batch_docs]:
                 data = text.encode("utf-8")
-                checksum = hashlib.sha256(data).hexdigest()
+                # a transcript that repeats a document's text is still its own record
+                checksum = hashlib.sha256(f"{meta.get('type', '')}\x00".encode() + data if meta.get("type") else data).hexdigest()
                 existing = self.store.find_by_checksum(checksum)
                 if existing is not None:
                     results.append(self._duplicate(filename, existing))

@@ -57,7 +57,10 @@ SUMMARY = (
 )
 
 INTENTS = ("factual", "procedural", "exploratory", "temporal")
-_LIST_PREFIX = re.compile(r"^\s*(?:[-*•>]+|\(?\d+[.):\]]|query\s*\d*\s*[:.-]|q\d*\s*[:.-]|variant\s*\d*\s*[:.-])\s*", re.I)
+_LIST_PREFIX = re.compile(
+    r"^\s*(?:[-*•>]+|\(?\d+[.):\]]|(?:rewritten |standalone |new |search |alternative )?(?:question|query|queries|variant|answer)\s*\d*\s*[:.-]|q\d*\s*[:.-])\s*",
+    re.I,
+)
 _PREAMBLE = re.compile(r"^(?:here (?:are|is)|sure|certainly|of course|the (?:queries|rewritten question)|rewritten question|search queries)\b.*?[:!.]\s*$", re.I)
 
 

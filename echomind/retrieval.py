@@ -68,7 +68,13 @@ def condense(question: str, history: list[dict[str, str]], summary: str, llm: LL
     model (or when it writes nonsense) the previous question's content words are appended, which is
     what retrieval needs: "and what does it cost?" after "tell me about the LinnSequencer" searches
     for the LinnSequencer's cost."""
-    last_user = next((m["content"] for m in reversed(history) if m["role"] == "user"), "")
+    earlier = []  # the user's recent questions back to the one that named the topic
+    for m in reversed(history):
+        if m["role"] == "user":
+            earlier.insert(0, m["content"])
+            if not looks_like_followup(m["content"]):
+                break
+    last_user = " ".join(earlier)
     if not last_user or not looks_like_followup(question):
         return question
     if llm is not None:

@@ -31,8 +31,9 @@ def make_engine(tmp_path, embedder):
     """Engines over a real SQLite file in a temp dir; reopening the same dir is a restart."""
     engines = []
 
-    def make(data_dir: Path | None = None, emb=None, **config) -> Engine:
-        engine = Engine(AppConfig(data_dir=data_dir or tmp_path / "data", **config), embedder=emb or embedder)
+    def make(data_dir: Path | None = None, emb=None, llm=None, **config) -> Engine:
+        """No LLM unless a test gives one: the embedded model is exercised by its own tests."""
+        engine = Engine(AppConfig(data_dir=data_dir or tmp_path / "data", **config), embedder=emb or embedder, llm=llm)
         engines.append(engine)
         return engine
 
