@@ -32,11 +32,13 @@ class OllamaLLM:
     def stream(self, messages: list[dict], max_tokens: int, temperature: float) -> Iterator[str]:
         # num_ctx is always sent: Ollama's default window would silently cut long prompts.
         options = {"num_ctx": self.context_tokens, "num_predict": max_tokens, "temperature": temperature}
+        done = False
         try:
             for part in self.client.chat(model=self.model, messages=messages, stream=True, options=options):
                 content = part.message.content if part.message else ""
                 if content:
                     yield content
+                done = done or bool(part.done)
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise LLMError(f"The model '{self.model}' is not installed on the Ollama server at {self.host}. Run `ollama pull {self.model}` or pick another model in Settings.") from exc
@@ -45,6 +47,12 @@ class OllamaLLM:
             raise LLMError(f"Ollama is not reachable at {self.host}. Start it with `ollama serve`, or choose another backend in Settings.") from exc
         except httpx.TimeoutException as exc:
             raise LLMError(f"Ollama ({self.model}) did not answer in time.") from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise LLMError(f"The connection to Ollama broke off in the middle of the answer ({exc}).") from exc
+        except ValueError as exc:  # a line that is not JSON (a proxy's error page, a crashed server)
+            raise LLMError(f"Ollama sent something that is not its API's JSON ({str(exc)[:120]}).") from exc
+        if not done:
+            raise LLMError("Ollama's answer stopped before it was complete (the server may have crashed).")
 
     def count_tokens(self, text: str) -> int:
         """No tokenizer endpoint in Ollama: a conservative estimate (English averages ~4 chars/token)."""

@@ -1,0 +1,82 @@
+"""The Ollama chat backend through the real ``ollama`` client over HTTP: streaming, model list, "auto"
+selection, and a server that is missing, dies mid-stream, is slow or sends garbage."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from echomind.errors import LLMError
+from echomind.providers.llm import complete, make_llm, stream_with_deadline
+from echomind.providers.ollama_llm import OllamaLLM
+from echomind.settings import AppConfig
+from ollama_server import FakeOllama
+
+AURORA = b"The Aurora X2 espresso machine costs 499 euros and has a 15 bar pump."
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_streams_pieces_and_sends_the_window_size():
+    with FakeOllama(reply=lambda p: "one two three four") as server:
+        llm = OllamaLLM(server.host, "llama3.2", context_tokens=3000)
+        pieces = list(llm.stream([{"role": "user", "content": "hi"}], max_tokens=50, temperature=0.1))
+        assert "".join(pieces) == "one two three four" and len(pieces) == 4
+        assert llm.list_models() == ["llama3.2:latest", "nomic-embed-text:latest"]
+    request = [r for r in server.requests if r["path"] == "/api/chat"][0]
+    assert request["options"]["num_ctx"] == 3000 and request["options"]["num_predict"] == 50 and request["stream"] is True
+
+
+def test_auto_prefers_a_reachable_ollama_with_the_model(tmp_path):
+    with FakeOllama() as server:
+        assert make_llm(AppConfig(data_dir=tmp_path, ollama_host=server.host, ollama_model="llama3.2")).name == "ollama:llama3.2"
+        fallback = make_llm(AppConfig(data_dir=tmp_path, ollama_host=server.host, ollama_model="mistral"))
+        assert fallback is None or fallback.name.startswith("embedded:")  # model missing: not Ollama
+    down = make_llm(AppConfig(data_dir=tmp_path, ollama_host=f"http://127.0.0.1:{_free_port()}"))
+    assert down is None or down.name.startswith("embedded:")
+    assert make_llm(AppConfig(data_dir=tmp_path, llm_backend="none")) is None
+
+
+def test_missing_model_and_missing_server_give_clear_messages():
+    with FakeOllama() as server:
+        with pytest.raises(LLMError, match="ollama pull mistral"):
+            complete(OllamaLLM(server.host, "mistral"), [{"role": "user", "content": "hi"}])
+    with pytest.raises(LLMError, match="not reachable"):
+        complete(OllamaLLM(f"http://127.0.0.1:{_free_port()}", "llama3.2"), [{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize("mode,message", [("die", "broke off|stopped before"), ("garbage", "not its API's JSON")])
+def test_broken_streams_raise_after_what_arrived(mode, message):
+    with FakeOllama(chat_mode=mode, reply=lambda p: "alpha beta gamma delta epsilon") as server:
+        llm = OllamaLLM(server.host, "llama3.2")
+        received = []
+        with pytest.raises(LLMError, match=message):
+            for piece in stream_with_deadline(llm, [{"role": "user", "content": "hi"}], 50, 0.1, 30):
+                received.append(piece)
+    assert mode == "garbage" or "".join(received) == "alpha beta "
+
+
+def test_slow_server_times_out():
+    with FakeOllama(delay_s=3) as server:
+        with pytest.raises(LLMError, match="did not answer in time"):
+            complete(OllamaLLM(server.host, "llama3.2", timeout_s=0.5), [{"role": "user", "content": "hi"}])
+
+
+def test_a_whole_turn_on_ollama_and_a_death_mid_answer_keeps_the_question(make_engine):
+    with FakeOllama(reply=lambda p: "The Aurora X2 costs 499 euros [1]." if "<<<CONTEXT" in p else "Summary: Aurora price.") as server:
+        engine = make_engine(llm=OllamaLLM(server.host, "llama3.2"))
+        engine.ingest_bytes("aurora.txt", AURORA)
+        chat = engine.chats.create()
+        answer = engine.ask(chat, "How much is the Aurora X2?")
+        assert answer.backend == "ollama:llama3.2"
+        assert "".join(answer.stream()) == "The Aurora X2 costs 499 euros [1]." and answer.citations[0].cited
+        server.chat_mode = "die"
+        broken = engine.ask(chat, "How much is the Aurora X2 exactly?").complete()
+        assert broken.error and "Your question is saved" in broken.text
+        assert [m["role"] for m in engine.chats.messages(chat)] == ["user", "assistant", "user", "assistant"]
+        assert engine.chats.messages(chat)[2]["content"] == "How much is the Aurora X2 exactly?"
