@@ -61,9 +61,11 @@ def cmd_eval(args) -> int:
         keep = dict(list(beir.queries.items())[: args.limit])
         beir.queries, beir.qrels = keep, {q: beir.qrels[q] for q in keep}
     data_dir = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="echomind-eval-"))
-    engine = Engine(AppConfig(data_dir=data_dir, bm25_variant=args.bm25))
+    engine = Engine(AppConfig(data_dir=data_dir, bm25_variant=args.bm25, llm_backend=args.llm))
     t = time.perf_counter()
     base = RetrievalSettings(dense_weight=args.dense_weight, sparse_weight=args.sparse_weight)
+    if args.pipeline:
+        return _eval_pipeline(args, engine, beir, base, t)
     results = evaluate(engine, beir, base, args.modes.split(","),
                        progress=lambda stage, f: print(f"\r  ingesting {f:5.1%}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
@@ -75,6 +77,24 @@ def cmd_eval(args) -> int:
     for mode, m in results.items():
         print(f"{mode:8s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['Recall@100']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
     print(f"total {time.perf_counter() - t:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    engine.close()
+    return 0
+
+
+def _eval_pipeline(args, engine, beir, base, started: float) -> int:
+    from .evaluation import PIPELINE_VARIANTS, evaluate_pipeline
+
+    variants = args.pipeline.split(",") if args.pipeline != "all" else list(PIPELINE_VARIANTS)
+    results = evaluate_pipeline(engine, beir, variants, base, progress=lambda stage, f: print(f"\r  ingesting {f:5.1%}", end="", file=sys.stderr, flush=True))
+    print(file=sys.stderr)
+    print(f"{beir.name} ({args.split}): {len(beir.queries)} queries through the full retrieval pipeline; LLM: {engine.llm.name if engine.llm else 'none'}")
+    print(f"{'variant':18s} {'nDCG@10':>8s} {'R@10':>7s} {'MRR@10':>7s} {'p50 ms':>8s}  mean ms per stage")
+    for name, m in results.items():
+        stages = "  ".join(f"{k[:-3]} {v:.0f}" for k, v in m.items() if k.endswith("_ms") and k != "p50_ms")
+        print(f"{name:18s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:8.0f}  {stages}")
+    print(f"total {time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     engine.close()
@@ -122,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dense-weight", type=float, default=0.6)
     p.add_argument("--sparse-weight", type=float, default=0.4)
     p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--pipeline", help="compare the full pipeline: plain,expansion,rerank,expansion+rerank or all (uses the LLM)")
+    p.add_argument("--llm", default="none", choices=["auto", "ollama", "embedded", "none"], help="LLM for --pipeline")
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("bench", help="ingestion throughput, retrieval latency at 10k/100k chunks, start-up, memory")
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--skip-answers", action="store_true", help="skip the embedded-LLM answer timings")
     p.add_argument("--json", help="also write the figures to this file")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("check", help="check that SQLite, FAISS and BM25 agree; --repair rebuilds from SQLite")

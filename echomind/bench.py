@@ -150,6 +150,45 @@ def bench_size(embedder, size: int, texts: list[str], vectors: np.ndarray, queri
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+ANSWER_QUESTIONS = [
+    ("linn.txt", "How many tracks does the LinnSequencer record?"),
+    ("linn.txt", "Can the tempo be changed while a sequence plays?"),
+    ("crazyones.pdf", "What does the text say about the crazy ones?"),
+    ("dpr.pdf", "What does dense passage retrieval use to encode passages?"),
+    ("dpr.pdf", "How is the retriever trained?"),
+]
+
+
+def bench_answers(embedder, docs_dir: Path) -> dict:
+    """Whole turns with the embedded LLM: time to first token, total, and every stage, with the
+    LLM steps (condense, expansion, rerank, compression, summary) switched on so each is measured."""
+    from .providers.llm import make_llm
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = AppConfig(data_dir=Path(tmp), llm_backend="embedded", llm_max_tokens=128, llm_context_tokens=4096)
+        engine = Engine(config, embedder=embedder, llm=make_llm(config))
+        for name, source in (("linn.txt", "groundtruth_linn.txt"), ("crazyones.pdf", "pdf_crazyones.pdf"), ("dpr.pdf", "pdf_multi-column-2p.pdf")):
+            engine.ingest_bytes(name, (docs_dir / source).read_bytes())
+        chat = engine.chats.create("bench")
+        rows = {}
+        for label, settings in (("plain", RetrievalSettings()),
+                                ("all LLM steps", RetrievalSettings(query_expansion=True, rerank=True, rerank_candidates=8, compression=True))):
+            stages: dict[str, list[float]] = {}
+            for _, question in ANSWER_QUESTIONS:
+                t = time.perf_counter()
+                answer = engine.ask(chat, question, settings)
+                prepare = (time.perf_counter() - t) * 1000
+                answer.complete()
+                total = (time.perf_counter() - t) * 1000
+                timings = dict(answer.timings_ms) | {"ttft": prepare + answer.timings_ms["first_token"], "total": total}
+                for k, v in timings.items():
+                    stages.setdefault(k, []).append(v)
+            rows[label] = {k: statistics.median(v) for k, v in stages.items()}
+        name = engine.llm.name
+        engine.close()
+    return {"llm": name, "questions": len(ANSWER_QUESTIONS), "median_ms": rows}
+
+
 def run_bench(args) -> int:
     from .providers.minilm import MiniLMEmbedder
 
@@ -176,6 +215,14 @@ def run_bench(args) -> int:
         report["retrieval"].append(row)
         print(f"{row['chunks']:8d} {row['hybrid_p50_ms']:7.1f} {row['hybrid_p95_ms']:7.1f} {row['embed_query_p50_ms']:6.1f} {row['faiss_p50_ms']:6.1f} "
               f"{row['bm25_p50_ms']:6.1f} {row['rank_bm25_query_p50_ms']:10.1f} {row['add_one_doc_p50_ms']:8.1f} {row['startup_rebuild_s']:9.1f} {row['startup_load_s']:7.2f}")
+    if not args.skip_answers:
+        answers = bench_answers(embedder, SCIFACT.parents[1] / "docs")
+        report["answers"] = answers
+        order = ["ttft", "total", "condense", "expansion", "search", "boosts", "rerank", "context", "first_token", "generation", "summary"]
+        print(f"\nanswers with {answers['llm']} (median of {answers['questions']} questions, ms)")
+        print(f"{'':15s}" + "".join(f"{k:>11s}" for k in order))
+        for label, row in answers["median_ms"].items():
+            print(f"{label:15s}" + "".join(f"{row.get(k, 0):11.0f}" for k in order))
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory (RSS) {report['peak_rss_mb']:.0f} MB")
     if args.json:

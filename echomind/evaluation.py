@@ -133,3 +133,36 @@ def evaluate(engine, beir: BeirSet, base: RetrievalSettings | None = None, modes
         run, latencies = run_queries(engine, beir, doc_map, settings)
         results[mode] = score_run(run, beir.qrels) | {"p50_ms": float(np.percentile(latencies, 50)), "p95_ms": float(np.percentile(latencies, 95))}
     return results
+
+
+PIPELINE_VARIANTS = {
+    "plain": {"query_expansion": False, "rerank": False},
+    "expansion": {"query_expansion": True, "rerank": False},
+    "rerank": {"query_expansion": False, "rerank": True},
+    "expansion+rerank": {"query_expansion": True, "rerank": True},
+}
+
+
+def evaluate_pipeline(engine, beir: BeirSet, variants: list[str], base: RetrievalSettings | None = None, progress=None) -> dict[str, dict[str, float]]:
+    """The full retrieval pipeline (LLM expansion and rerank included) per variant: nDCG@10, R@10,
+    MRR@10 and the mean latency of each stage. Rerank keeps its top 20, so Recall@100 is not comparable."""
+    doc_map = ingest_corpus(engine, beir, progress)
+    base = (base or RetrievalSettings()).replace(top_k=100, k_per_query=100, rerank_candidates=20, rerank_top_n=20, relevance_threshold=0.0)
+    results = {}
+    for name in variants:
+        settings = base.replace(**PIPELINE_VARIANTS[name])
+        run: dict[str, list[str]] = {}
+        stages: dict[str, list[float]] = {}
+        totals = []
+        for qid, text in beir.queries.items():
+            t = time.perf_counter()
+            retrieval = engine.retrieve(text, settings)
+            totals.append((time.perf_counter() - t) * 1000)
+            for stage, ms in retrieval.timings_ms.items():
+                stages.setdefault(stage, []).append(ms)
+            ranked = list(dict.fromkeys(doc_map[h.doc_id] for h in retrieval.hits if h.doc_id in doc_map))
+            run[qid] = ranked
+        scores = score_run(run, beir.qrels)
+        results[name] = {k: v for k, v in scores.items() if k != "Recall@100"} | {"p50_ms": float(np.percentile(totals, 50))} | {
+            f"{stage}_ms": float(np.mean(v)) for stage, v in stages.items()}
+    return results
