@@ -66,8 +66,7 @@ def cmd_eval(args) -> int:
     base = RetrievalSettings(dense_weight=args.dense_weight, sparse_weight=args.sparse_weight)
     if args.pipeline:
         return _eval_pipeline(args, engine, beir, base, t)
-    results = evaluate(engine, beir, base, args.modes.split(","),
-                       progress=lambda stage, f: print(f"\r  ingesting {f:5.1%}", end="", file=sys.stderr, flush=True))
+    results = evaluate(engine, beir, base, args.modes.split(","), progress=_progress)
     print(file=sys.stderr)
     counts = engine.store.counts()
     print(f"{beir.name} ({args.split}): {len(beir.queries)} queries, {len(beir.corpus)} documents -> {counts['searchable_chunks']} searchable chunks")
@@ -76,7 +75,15 @@ def cmd_eval(args) -> int:
     print(f"{'mode':8s} {'nDCG@10':>8s} {'R@10':>7s} {'R@100':>7s} {'MRR@10':>7s} {'p50 ms':>7s} {'p95 ms':>7s}")
     for mode, m in results.items():
         print(f"{mode:8s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['Recall@100']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
-    print(f"total {time.perf_counter() - t:.0f} s")
+    return _finish(args, engine, results, t)
+
+
+def _progress(stage: str, fraction: float) -> None:
+    print(f"\r  ingesting {fraction:5.1%}", end="", file=sys.stderr, flush=True)
+
+
+def _finish(args, engine, results: dict, started: float) -> int:
+    print(f"total {time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     engine.close()
@@ -87,18 +94,14 @@ def _eval_pipeline(args, engine, beir, base, started: float) -> int:
     from .evaluation import PIPELINE_VARIANTS, evaluate_pipeline
 
     variants = args.pipeline.split(",") if args.pipeline != "all" else list(PIPELINE_VARIANTS)
-    results = evaluate_pipeline(engine, beir, variants, base, progress=lambda stage, f: print(f"\r  ingesting {f:5.1%}", end="", file=sys.stderr, flush=True))
+    results = evaluate_pipeline(engine, beir, variants, base, progress=_progress)
     print(file=sys.stderr)
     print(f"{beir.name} ({args.split}): {len(beir.queries)} queries through the full retrieval pipeline; LLM: {engine.llm.name if engine.llm else 'none'}")
     print(f"{'variant':18s} {'nDCG@10':>8s} {'R@10':>7s} {'MRR@10':>7s} {'p50 ms':>8s}  mean ms per stage")
     for name, m in results.items():
         stages = "  ".join(f"{k[:-3]} {v:.0f}" for k, v in m.items() if k.endswith("_ms") and k != "p50_ms")
         print(f"{name:18s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:8.0f}  {stages}")
-    print(f"total {time.perf_counter() - started:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
-    engine.close()
-    return 0
+    return _finish(args, engine, results, started)
 
 
 def cmd_bench(args) -> int:

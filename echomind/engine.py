@@ -8,24 +8,18 @@ at any point leaves SQLite whole and the indexes rebuildable.
 from __future__ import annotations
 
 import atexit
-import hashlib
-import json
-import re
 import threading
-import time
-import uuid
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from .answer import Answer, start_turn, updated_summary
 from .chats import ChatLog
-from .chunking import chunk_segments
 from .errors import NotFound
+from .ingest import IngestMixin, IngestResult, safe_filename  # noqa: F401 (re-exported)
 from .index.dense import DenseIndex
 from .index.sparse import SparseIndex
-from .parsing import Limits, ParsedDocument, Segment
+from .parsing import Limits
 from .parsing.sandbox import ParserProcess
 from .prompts import TAGS as TAGS_PROMPT
 from .prompts import keyword_tags, parse_tags
@@ -34,53 +28,20 @@ from .providers.llm import LLM, complete, make_llm
 from .retrieval import Retrieval, retrieve
 from .search import SearchResult, hybrid_search
 from .settings import AppConfig, RetrievalSettings
-from .store import Store, utcnow
+from .store import Store
 from .transcripts import TranscriptBook
 
 Progress = Callable[[str, float], None]
 
 
-@dataclass
-class IngestResult:
-    status: str  # "indexed" | "replaced" | "duplicate"
-    doc_id: str
-    filename: str
-    filetype: str = ""
-    doc_type: str = ""
-    sensitivity: str = ""
-    chunks: int = 0
-    parents: int = 0
-    redactions: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-    message: str = ""
-
-
-def document_title(parsed: ParsedDocument, meta: dict[str, Any]) -> str | None:
-    """A title worth repeating on every chunk: given, from front-matter or core properties, else none.
-    PDF producers often write junk titles ("Microsoft Word - x.docx", "untitled"), which are skipped."""
-    title = str(meta.get("title") or parsed.metadata.get("title") or "").strip()
-    if not title or len(title) > 200 or re.search(r"(?i)^(untitled|microsoft \w+ - |document\d*$)|\.(docx?|pdf|pptx?)$", title):
-        return None
-    return title
-
-
-def safe_filename(name: str) -> str:
-    """Keep the base name only, without control characters, at most 255 characters."""
-    base = re.split(r"[\\/]", name or "")[-1]
-    base = re.sub(r"[\x00-\x1f\x7f]", "", base).strip().lstrip(".") or "untitled"
-    if len(base) > 255:
-        stem, dot, ext = base.rpartition(".")
-        base = (stem[: 250 - len(ext)] + dot + ext) if dot and len(ext) <= 10 else base[:255]
-    return base
-
-
-class Engine:
+class Engine(IngestMixin):
     def __init__(self, config: AppConfig | None = None, embedder: Embedder | None = None, llm: "LLM | None | str" = "from-config"):
         self.config = config or AppConfig()
         self._llm = llm  # "from-config": chosen lazily by make_llm on first use
         self.config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.config.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.files_dir = self.config.data_dir / "files"
+        self.files_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.store = Store(self.config.db_path)
         self.embedder = embedder or make_embedder(self.config)
         self.parser = ParserProcess(self.config.parse_timeout_s, self.config.parse_memory_mb)
@@ -210,119 +171,12 @@ class Engine:
                 self.store.replace_vectors([(r, v) for (r, _, _), v in zip(batch, vectors)])
         self.store.set_meta("embedder", self.embedder.id)
 
-    # -- ingestion ------------------------------------------------------------------------------
-    def ingest_bytes(self, filename: str, data: bytes, password: str | None = None, progress: Progress | None = None,
-                     meta: dict[str, Any] | None = None) -> IngestResult:
-        progress = progress or (lambda stage, fraction: None)
-        filename = safe_filename(filename)
-        checksum = hashlib.sha256(data).hexdigest()
-        existing = self.store.find_by_checksum(checksum)
-        if existing is not None:
-            return self._duplicate(filename, existing)
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        progress("parse", 0.0)
-        parsed = self.parser.parse(data, filename, password, self.limits)
-        timings["parse"] = time.perf_counter() - t
-        return self._ingest_parsed(filename, parsed, checksum, len(data), progress, timings, meta or {})
-
-    def ingest_text(self, filename: str, text: str, meta: dict[str, Any] | None = None) -> IngestResult:
-        """Text that is already text (transcripts, notes): no parsing, same pipeline."""
-        return self.ingest_texts([(filename, text, meta or {})])[0]
-
-    def ingest_texts(self, items: list[tuple[str, str, dict[str, Any]]], progress: Progress | None = None, batch_docs: int = 64) -> list[IngestResult]:
-        """Many texts at once (a corpus, an import): embedding runs over large batches across documents,
-        still one transaction per document. Entries already stored are skipped as duplicates."""
-        results: list[IngestResult] = []
-        for start in range(0, len(items), batch_docs):
-            if progress:
-                progress("ingest", start / max(1, len(items)))
-            prepared = []
-            for filename, text, meta in items[start : start + batch_docs]:
-                data = text.encode("utf-8")
-                # a transcript that repeats a document's text is still its own record
-                checksum = hashlib.sha256(f"{meta.get('type', '')}\x00".encode() + data if meta.get("type") else data).hexdigest()
-                existing = self.store.find_by_checksum(checksum)
-                if existing is not None:
-                    results.append(self._duplicate(filename, existing))
-                    continue
-                prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, len(data), dict(meta)))
-            doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
-            chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m)) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
-            texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
-            vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
-            offset = 0
-            for (filename, parsed, checksum, size, meta), doc_id, chunks in zip(prepared, doc_ids, chunked):
-                n = len(chunks.embed_chunks)
-                results.append(self._commit(doc_id, filename, parsed, chunks, vectors[offset : offset + n], checksum, size, meta, {}))
-                offset += n
-        return results
-
-    def _duplicate(self, filename: str, existing) -> IngestResult:
-        return IngestResult("duplicate", existing["id"], filename, existing["filetype"], existing["doc_type"], existing["sensitivity"],
-                            message=f"'{filename}' is identical to '{existing['filename']}', already indexed on {existing['created_at'][:10]}; nothing was added.")
-
-    def _ingest_parsed(self, filename: str, parsed: ParsedDocument, checksum: str, size: int, progress: Progress,
-                       timings: dict[str, float], meta: dict[str, Any]) -> IngestResult:
-        doc_id = uuid.uuid4().hex[:16]
-        t = time.perf_counter()
-        progress("chunk", 0.0)
-        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta))
-        timings["chunk"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        embed = chunked.embed_chunks
-        parts = []
-        step = max(1, self.config.embed_batch_size)
-        for start in range(0, len(embed), step):
-            progress("embed", start / max(1, len(embed)))
-            parts.append(self.embedder.embed([c.index_text for c in embed[start : start + step]]))
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
-        timings["embed"] = time.perf_counter() - t
-
-        progress("index", 0.0)
-        result = self._commit(doc_id, filename, parsed, chunked, vectors, checksum, size, meta, timings)
-        progress("done", 1.0)
-        return result
-
-    def _commit(self, doc_id: str, filename: str, parsed: ParsedDocument, chunked, vectors: np.ndarray, checksum: str, size: int,
-                meta: dict[str, Any], timings: dict[str, float]) -> IngestResult:
-        """One transaction for the document; then the derived indexes follow."""
-        t = time.perf_counter()
-        embed = chunked.embed_chunks
-        doc = {
-            "id": doc_id, "filename": filename, "filetype": parsed.filetype, "checksum": checksum, "size_bytes": size,
-            "created_at": meta.pop("created_at", None) or utcnow(), "doc_type": chunked.doc_type.value,
-            "sensitivity": chunked.sensitivity.value, "redactions": sum(chunked.redactions.values()),
-            "meta_json": json.dumps({**parsed.metadata, **meta, "warnings": parsed.warnings}),
-        }
-        with self._write:
-            if self.store.find_by_checksum(checksum) is not None:  # another session won the race
-                return self._duplicate(filename, self.store.find_by_checksum(checksum))
-            old = [r["id"] for r in self.store.find_by_filename(filename)]
-            old_rowids = [rid for d in old for rid in self.store.embedded_rowids(d)]
-            with self.store.atomic() as conn:
-                rowids = self.store.insert_document(conn, doc, chunked.chunks, vectors, replaces=old)
-            generation = self.store.generation
-            ids = [rowids[c.chunk_id] for c in embed]
-            self.dense.remove(old_rowids)
-            self.sparse.remove(old_rowids)
-            self.dense.add(ids, vectors)
-            self.sparse.add(ids, [c.index_text for c in embed])
-            self.dense.generation = self.sparse.generation = generation
-        timings["index"] = time.perf_counter() - t
-        return IngestResult(
-            "replaced" if old else "indexed", doc_id, filename, parsed.filetype, chunked.doc_type.value, chunked.sensitivity.value,
-            chunks=len(embed), parents=len(chunked.chunks) - len(embed), redactions=dict(chunked.redactions),
-            warnings=list(parsed.warnings), seconds=timings,
-            message=f"Replaced the earlier version of '{filename}'." if old else "",
-        )
-
     def delete_document(self, doc_id: str) -> None:
         with self._write:
             if self.store.get_document(doc_id) is None:
                 raise NotFound(f"No document with id {doc_id}.")
             rowids = self.store.delete_document(doc_id)
+            (self.files_dir / doc_id).unlink(missing_ok=True)
             self.dense.remove(rowids)
             self.sparse.remove(rowids)
             self.dense.generation = self.sparse.generation = self.store.generation

@@ -17,7 +17,6 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 import numpy as np
 

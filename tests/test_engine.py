@@ -155,3 +155,17 @@ def test_chunks_carry_their_document_title_and_section_into_the_index(engine):
     assert middle["source"]["context"] == "Greenhouse handbook > Watering" and "Greenhouse" not in middle["text"]
     hit = engine.search("greenhouse handbook watering", RetrievalSettings(top_k=1)).hits[0]
     assert hit.source["section"] == "Watering"  # found through its header, though its text names neither
+
+
+def test_reindex_keeps_the_document_and_its_date(engine):
+    first = engine.ingest_bytes("dpr.pdf", doc("pdf_multi-column-2p.pdf"))
+    created = engine.store.get_document(first.doc_id)["created_at"]
+    again = engine.reindex_document(first.doc_id)
+    assert again.status == "replaced" and engine.store.counts()["documents"] == 1
+    assert engine.store.get_document(again.doc_id)["created_at"] == created
+    assert (engine.files_dir / again.doc_id).exists() and not (engine.files_dir / first.doc_id).exists()
+    note = engine.ingest_text("note.txt", "Plant basil in May and tomatoes in April.", {"type": "note"})
+    renote = engine.reindex_document(note.doc_id)
+    assert renote.status == "replaced" and engine.search("when to plant basil").hits[0].doc_id == renote.doc_id
+    engine.delete_document(renote.doc_id)
+    assert not (engine.files_dir / renote.doc_id).exists() and engine.check_consistency()["consistent"]
