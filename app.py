@@ -1,25 +1,22 @@
-"""EchoMind's entry script. The full Chat / Upload / Transcripts / Settings pages arrive with the UI
-issue; until then this page shows the engine's state so the start command is real."""
+"""EchoMind: entry script. Shared state and the sidebar knobs, then the page navigation."""
 
 import streamlit as st
 
-from echomind.engine import Engine
+from echomind.ui.sidebar import knobs
+from echomind.ui.state import get_engine
 
-
-@st.cache_resource
-def get_engine() -> Engine:
-    return Engine()
-
-
-st.set_page_config(page_title="EchoMind", page_icon=":material/graphic_eq:")
-st.title("EchoMind")
+st.set_page_config(page_title="EchoMind", page_icon=":material/graphic_eq:", layout="wide")
 engine = get_engine()
-counts = engine.store.counts()
-st.write("Local, private chat with your documents and voice notes.")
-col1, col2, col3 = st.columns(3)
-col1.metric("Documents", counts["documents"])
-col2.metric("Searchable chunks", counts["searchable_chunks"])
-col3.metric("Embedder", engine.embedder.id)
-st.caption(f"Data directory: {engine.config.data_dir}")
-if not counts["documents"]:
-    st.info("No documents yet. Add some with `python -m echomind ingest FILE...`; the Upload page is on its way.")
+pages = [
+    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:"),
+    st.Page("pages/transcripts.py", title="Transcripts", icon=":material/mic:"),
+    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+]
+navigation = st.navigation(pages)
+st.session_state["sidebar_top"] = st.sidebar.container()  # pages put their own controls above the knobs
+st.session_state["retrieval_settings"] = knobs()
+st.sidebar.caption(f"Answers: {engine.llm.name if engine.llm else 'none (extractive)'} · Embedder: {engine.embedder.id}")
+for notice in engine.notices:
+    st.sidebar.info(notice)
+navigation.run()

@@ -92,17 +92,50 @@ class Answer:
             pass
         return self
 
+    def inspector(self) -> dict[str, Any]:
+        """Everything the Chat page's inspector shows, as plain data stored with the message."""
+        r = self.retrieval
+        if r is None:
+            return {"path": self.path}
+        used = {b.hit.chunk_id for b in self.blocks}
+        rows = []
+        for rank, hit in enumerate(r.hits, 1):
+            t = hit.trace
+            rows.append({
+                "rank": rank, "file": hit.source.get("filename"), "where": _where(hit.source), "chunk": hit.source.get("chunk_index"),
+                "dense rank": t.get("dense_rank"), "dense score": t.get("dense_score"), "bm25 rank": t.get("sparse_rank"),
+                "bm25 score": t.get("sparse_score"), "fused": t.get("fused"), "recency": t.get("recency"), "tag boost": t.get("tag_boost"),
+                "authoritative": bool(t.get("authoritative_moved_up")), "rerank": t.get("rerank_score"), "relevance": t.get("relevance"),
+                "final": t.get("final"), "passed": t.get("passed_threshold"), "in context": hit.chunk_id in used,
+                "found by": " | ".join(t.get("queries", [])), "chunk_id": hit.chunk_id, "text": hit.text,
+            })
+        return {
+            "path": self.path, "question": r.question, "standalone": r.standalone, "queries": r.queries, "intent": r.intent, "mode": r.mode,
+            "warnings": r.warnings, "candidates": r.candidates, "hits": rows, "dropped_blocks": self.dropped_blocks,
+            "blocks": [{"number": b.number, "kind": b.kind, "label": b.label, "text": b.text} for b in self.blocks],
+            "timings_ms": self.timings_ms, "threshold": self._settings.relevance_threshold if self._settings else None,
+        }
+
     def _finish(self) -> None:
         engine = self._engine
         self.citations, self.invalid_citations = citations_for(self.text, self.blocks)
         meta = {"path": self.path, "backend": self.backend, "error": self.error, "timings_ms": self.timings_ms,
                 "citations": [c.__dict__ for c in self.citations], "invalid_citations": self.invalid_citations,
-                "standalone": self.retrieval.standalone if self.retrieval else None}
+                "standalone": self.retrieval.standalone if self.retrieval else None, "inspector": self.inspector()}
         self.message_id = engine.chats.add_message(self.chat_id, "assistant", self.text, meta)
         t = time.perf_counter()
         if not self.error:
             engine.update_summary(self.chat_id, self.question, self.text)
         self.timings_ms["summary"] = (time.perf_counter() - t) * 1000
+
+
+def _where(source: dict[str, Any]) -> str:
+    parts = []
+    for key, label in (("page", "p."), ("slide", "slide"), ("sheet", "sheet"), ("row", "row")):
+        if source.get(key) is not None:
+            end = source.get(f"{key}_end")
+            parts.append(f"{label} {source[key]}" + (f"-{end}" if end else ""))
+    return ", ".join(parts)
 
 
 def citations_for(text: str, blocks: list[Block]) -> tuple[list[Citation], list[int]]:

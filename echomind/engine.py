@@ -45,11 +45,7 @@ class Engine(IngestMixin):
         self.store = Store(self.config.db_path)
         self.embedder = embedder or make_embedder(self.config)
         self.parser = ParserProcess(self.config.parse_timeout_s, self.config.parse_memory_mb)
-        self.limits = Limits(
-            max_bytes=self.config.max_upload_mb * 2**20,
-            max_uncompressed_bytes=self.config.max_uncompressed_mb * 2**20,
-            max_compression_ratio=self.config.max_compression_ratio,
-        )
+        self.limits = self._limits()
         self._write = threading.RLock()
         self.notices: list[str] = []
         self._reembed_if_model_changed()
@@ -57,6 +53,15 @@ class Engine(IngestMixin):
         self.chats = ChatLog(self.store)
         self.transcripts = TranscriptBook(self)
         atexit.register(self.close)
+
+    def _limits(self) -> Limits:
+        return Limits(max_bytes=self.config.max_upload_mb * 2**20, max_uncompressed_bytes=self.config.max_uncompressed_mb * 2**20,
+                      max_compression_ratio=self.config.max_compression_ratio)
+
+    def reconfigure(self) -> None:
+        """Apply a changed config (Settings page): limits and the LLM; an embedder change needs a new Engine."""
+        self.limits = self._limits()
+        self._llm = "from-config"
 
     # -- language model and answers -------------------------------------------------------------
     @property

@@ -7,6 +7,7 @@ the sidebar shows, with the seed's defaults, and is passed to the engine per cal
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,34 @@ class AppConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "AppConfig":
         return _from_dict(cls, values)
+
+    # what the Settings page changes; persisted in <data_dir>/settings.json
+    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "max_upload_mb")
+
+    @classmethod
+    def load(cls, data_dir: Path | None = None) -> "AppConfig":
+        """Defaults, overridden by the saved settings of this data directory (unknown keys are ignored
+        so an older settings file never stops the app)."""
+        config = cls(data_dir=data_dir or default_data_dir())
+        path = config.data_dir / "settings.json"
+        if path.exists():
+            try:
+                saved = json.loads(path.read_text())
+            except ValueError:
+                saved = {}
+            for key in cls.PERSISTED:
+                if key in saved:
+                    setattr(config, key, saved[key])
+            config.__post_init__()
+        return config
+
+    def save(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.data_dir / "settings.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: getattr(self, k) for k in self.PERSISTED}, indent=2))
+        tmp.chmod(0o600)
+        tmp.replace(path)
 
     @property
     def db_path(self) -> Path:

@@ -1,0 +1,60 @@
+"""Pieces the pages share: citations under an answer and the retrieval inspector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+
+def where(citation: dict[str, Any]) -> str:
+    position = citation.get("position") or {}
+    parts = []
+    for key, label in (("page", "p."), ("slide", "slide"), ("sheet", "sheet"), ("row", "row")):
+        if key in position:
+            end = position.get(f"{key}_end")
+            parts.append(f"{label} {position[key]}" + (f"-{end}" if end else ""))
+    return ", ".join(parts)
+
+
+def sources(meta: dict[str, Any]) -> None:
+    citations = meta.get("citations") or []
+    if not citations:
+        return
+    cited = any(c["cited"] for c in citations)
+    with st.expander(f"Sources ({len(citations)})" + ("" if cited else " – context given, none cited")):
+        for c in citations:
+            st.markdown(f"**[{c['number']}] {c['filename']}** {where(c)} · chunk {c['chunk_index']} · score {c['score']:.2f} · relevance {c['relevance']:.2f}")
+            st.caption(c["snippet"])
+            with st.popover("Full chunk"):
+                st.text(c["text"])
+    if meta.get("invalid_citations"):
+        st.warning(f"The answer cites {', '.join(f'[{n}]' for n in meta['invalid_citations'])}, which point to no source.")
+
+
+def inspector(meta: dict[str, Any]) -> None:
+    data = meta.get("inspector") or {}
+    if "hits" not in data:
+        return
+    with st.expander("Inspector: how this answer was found"):
+        st.markdown(f"**Question used for search:** {data['standalone']}")
+        if len(data["queries"]) > 1:
+            st.markdown("**Query variants:** " + " · ".join(f"`{q}`" for q in data["queries"]) + (f" (intent: {data['intent']})" if data.get("intent") else ""))
+        st.caption(f"Mode: {data['mode']} · {data['candidates']} candidates · threshold {data['threshold']} · path: {data['path']}")
+        for warning in data.get("warnings", []):
+            st.warning(warning)
+        hits = data["hits"]
+        if hits:
+            ranking = "  \n".join(f"#{h['rank']} {h['file']} {h['where']} · chunk {h['chunk']} · final {h['final']:.3f} · relevance {h['relevance']:.2f}"
+                                  + (" ✓" if h["passed"] else " ✗") for h in hits)
+            st.markdown(f"**Ranking**  \n{ranking}")
+            frame = pd.DataFrame([{k: v for k, v in h.items() if k not in ("text", "chunk_id")} for h in hits])
+            st.dataframe(frame, hide_index=True, use_container_width=True)
+        if data.get("blocks"):
+            st.markdown("**Context sent to the model**" + (f" ({data['dropped_blocks']} block(s) dropped to fit the window)" if data.get("dropped_blocks") else ""))
+            for block in data["blocks"]:
+                st.markdown(f"`[{block['number']}]` *{block['kind']}* — {block['label']}")
+                st.caption(block["text"][:600])
+        timings = {k: round(v) for k, v in (data.get("timings_ms") or {}).items()}
+        st.caption("Latency (ms): " + ", ".join(f"{k} {v}" for k, v in timings.items()))

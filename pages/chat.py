@@ -1,0 +1,68 @@
+"""Chat: several chats, streamed grounded answers with citations, and an inspector for each answer."""
+
+import streamlit as st
+
+from echomind.errors import EchoMindError
+from echomind.ui import widgets
+from echomind.ui.state import current_chat, get_engine
+
+engine = get_engine()
+settings = st.session_state["retrieval_settings"]
+chat_id = current_chat(engine)
+chats = engine.chats.list()
+
+with st.session_state["sidebar_top"]:
+    st.subheader("Chats")
+    titles = {c["id"]: c["title"] for c in chats}
+    choice = st.selectbox("Chat", list(titles), index=list(titles).index(chat_id), format_func=titles.get, label_visibility="collapsed")
+    if choice != chat_id:
+        st.session_state["chat_id"] = chat_id = choice
+    cols = st.columns(2)
+    if cols[0].button("New chat", use_container_width=True):
+        st.session_state["chat_id"] = engine.chats.create()
+        st.rerun()
+    if cols[1].button("Delete chat", use_container_width=True):
+        engine.chats.delete(chat_id)
+        st.session_state.pop("chat_id", None)
+        st.rerun()
+    with st.form("rename", border=False):
+        title = st.text_input("Rename chat", value=titles[chat_id])
+        if st.form_submit_button("Rename") and title.strip():
+            engine.chats.rename(chat_id, title)
+            st.rerun()
+
+st.title(titles.get(chat_id, "Chat"))
+st.caption(f"Answering with **{engine.llm.name if engine.llm else 'no LLM (extractive answers)'}** · "
+           f"{engine.store.counts()['documents']} documents in the library")
+if not engine.store.counts()["documents"]:
+    st.info("Your library is empty. Add documents or voice-note transcripts first, then ask questions about them.")
+    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+
+for message in engine.chats.messages(chat_id):
+    with st.chat_message(message["role"]):
+        st.markdown(message["content"])
+        if message["role"] == "assistant":
+            meta = message["meta"]
+            if meta.get("path") == "no_context":
+                st.caption("No document was relevant to this question.")
+            if settings.show_sources:
+                widgets.sources(meta)
+            widgets.inspector(meta)
+
+question = st.chat_input("Ask about your documents and voice notes")
+if question:
+    with st.chat_message("user"):
+        st.markdown(question)
+    with st.chat_message("assistant"):
+        try:
+            with st.spinner("Searching your documents…"):
+                answer = engine.ask(chat_id, question, settings)
+            st.write_stream(answer.stream())
+        except EchoMindError as exc:
+            st.error(str(exc))
+            st.stop()
+        if answer.error:
+            st.error(answer.error)
+        if chats and titles.get(chat_id) == "New chat":
+            engine.chats.rename(chat_id, question[:60])
+    st.rerun()

@@ -1,0 +1,62 @@
+"""Settings: the LLM backend and model, the embedder, persona and upload limit, saved across restarts."""
+
+import streamlit as st
+
+from echomind.errors import EchoMindError
+from echomind.providers.ollama_llm import OllamaLLM
+from echomind.ui.state import get_engine, restart_engine
+
+engine = get_engine()
+config = engine.config
+st.title("Settings")
+
+st.subheader("Language model")
+backends = ["auto", "ollama", "embedded", "none"]
+backend = st.radio("Backend", backends, index=backends.index(config.llm_backend), horizontal=True,
+                   help="auto: Ollama when a server answers with the model, else the embedded model, else extractive answers.")
+host = st.text_input("Ollama host", value=config.ollama_host)
+models = st.session_state.get("ollama_models")
+if st.button("List the server's models"):
+    try:
+        st.session_state["ollama_models"] = models = OllamaLLM(host, config.ollama_model).list_models()
+    except EchoMindError as exc:
+        st.error(str(exc))
+if models:
+    model = st.selectbox("Ollama model", models, index=models.index(config.ollama_model) if config.ollama_model in models else 0)
+else:
+    model = st.text_input("Ollama model", value=config.ollama_model)
+gguf = st.text_input("GGUF file for the embedded model (empty: SmolLM2-135M-Instruct shipped with EchoMind)", value=config.gguf_path)
+persona = st.text_area("Persona (added to the system prompt)", value=config.persona)
+
+st.subheader("Documents")
+embedders = ["minilm-int8", "ollama"]
+embedder = st.radio("Embedding model", embedders, index=embedders.index(config.embedder), horizontal=True)
+if embedder != config.embedder:
+    st.warning("Changing the embedding model re-embeds every chunk in the library when you save. This can take a while.")
+upload_mb = st.number_input("Upload limit (MB per file)", 1, 2000, value=config.max_upload_mb,
+                            help="The browser upload is also capped by server.maxUploadSize in .streamlit/config.toml (200 MB).")
+
+if st.button("Save settings", type="primary"):
+    changed_embedder = embedder != config.embedder
+    config.llm_backend, config.ollama_host, config.ollama_model = backend, host, model.removesuffix(":latest") if model else config.ollama_model
+    config.gguf_path, config.persona, config.embedder, config.max_upload_mb = gguf.strip(), persona, embedder, int(upload_mb)
+    config.save()
+    try:
+        if changed_embedder:
+            engine = restart_engine()
+        else:
+            engine.reconfigure()
+        st.success(f"Saved. Answers now come from {engine.llm.name if engine.llm else 'no LLM (extractive answers)'}.")
+    except EchoMindError as exc:
+        st.error(f"Saved, but the model could not be loaded: {exc}")
+
+st.subheader("Library health")
+st.caption(f"Data directory: {config.data_dir}")
+if st.button("Check index consistency"):
+    report = engine.check_consistency()
+    if report["consistent"]:
+        st.success(f"SQLite, FAISS and BM25 agree on {report['sqlite']} chunks.")
+    else:
+        st.warning(f"Out of step: {report}. Rebuilding from SQLite…")
+        engine.rebuild_indexes()
+        st.success(f"Rebuilt: {engine.check_consistency()}")
