@@ -68,7 +68,7 @@ def test_slow_server_times_out():
 
 
 def test_a_whole_turn_on_ollama_and_a_death_mid_answer_keeps_the_question(make_engine):
-    with FakeOllama(reply=lambda p: "The Aurora X2 costs 499 euros [1]." if "<<<CONTEXT" in p else "Summary: Aurora price.") as server:
+    with FakeOllama(reply=lambda p: "The Aurora X2 costs 499 euros [1]." if "Answer in one or two sentences" in p else "Summary: Aurora price.") as server:
         engine = make_engine(llm=OllamaLLM(server.host, "llama3.2"))
         engine.ingest_bytes("aurora.txt", AURORA)
         chat = engine.chats.create()
