@@ -14,6 +14,7 @@ pages = [
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
 navigation = st.navigation(pages)
+st.session_state["pages"] = {p.url_path or "chat": p for p in pages}  # for st.page_link from the pages
 st.session_state["sidebar_top"] = st.sidebar.container()  # pages put their own controls above the knobs
 st.session_state["retrieval_settings"] = knobs()
 st.sidebar.caption(f"Answers: {engine.llm.name if engine.llm else 'none (extractive)'} · Embedder: {engine.embedder.id}")

@@ -11,7 +11,7 @@ settings = st.session_state["retrieval_settings"]
 chat_id = current_chat(engine)
 chats = engine.chats.list()
 
-with st.session_state["sidebar_top"]:
+with st.session_state.get("sidebar_top", st.sidebar):
     st.subheader("Chats")
     titles = {c["id"]: c["title"] for c in chats}
     choice = st.selectbox("Chat", list(titles), index=list(titles).index(chat_id), format_func=titles.get, label_visibility="collapsed")
@@ -36,7 +36,8 @@ st.caption(f"Answering with **{engine.llm.name if engine.llm else 'no LLM (extra
            f"{engine.store.counts()['documents']} documents in the library")
 if not engine.store.counts()["documents"]:
     st.info("Your library is empty. Add documents or voice-note transcripts first, then ask questions about them.")
-    st.page_link("pages/upload.py", label="Upload documents", icon=":material/upload_file:")
+    if "pages" in st.session_state:  # (absent when the page runs alone under AppTest)
+        st.page_link(st.session_state["pages"]["upload"], label="Upload documents", icon=":material/upload_file:")
 
 for message in engine.chats.messages(chat_id):
     with st.chat_message(message["role"]):
