@@ -8,10 +8,10 @@ from echomind.ui.state import get_engine
 st.set_page_config(page_title="EchoMind", page_icon=":material/graphic_eq:", layout="wide")
 engine = get_engine()
 pages = [
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:"),
-    st.Page("pages/transcripts.py", title="Transcripts", icon=":material/mic:"),
-    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+    st.Page("views/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("views/upload.py", title="Upload", icon=":material/upload_file:"),
+    st.Page("views/transcripts.py", title="Transcripts", icon=":material/mic:"),
+    st.Page("views/settings.py", title="Settings", icon=":material/settings:"),
 ]
 navigation = st.navigation(pages)
 st.session_state["pages"] = {p.url_path or "chat": p for p in pages}  # for st.page_link from the pages

@@ -220,9 +220,9 @@ def run_bench(args) -> int:
         report["answers"] = answers
         order = ["ttft", "total", "condense", "expansion", "search", "boosts", "rerank", "context", "first_token", "generation", "summary"]
         print(f"\nanswers with {answers['llm']} (median of {answers['questions']} questions, ms)")
-        print(f"{'':15s}" + "".join(f"{k:>11s}" for k in order))
+        print(f"{'':15s}" + "".join(f"{k:>12s}" for k in order))
         for label, row in answers["median_ms"].items():
-            print(f"{label:15s}" + "".join(f"{row.get(k, 0):11.0f}" for k in order))
+            print(f"{label:15s}" + "".join(f"{row.get(k, 0):12.0f}" for k in order))
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory (RSS) {report['peak_rss_mb']:.0f} MB")
     if args.json:

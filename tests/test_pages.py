@@ -24,7 +24,7 @@ def data_dir(tmp_path, monkeypatch):
 
 
 def page(name: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / f"{name}.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "views" / f"{name}.py"), default_timeout=120)
     at.session_state["retrieval_settings"] = RetrievalSettings()
     return at
 

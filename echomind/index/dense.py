@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -51,6 +52,8 @@ class DenseIndex:
             if allowed is not None:
                 params = faiss.SearchParameters()
                 params.sel = faiss.IDSelectorBatch(np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            # one OpenMP thread per query: for a single query, a second thread costs more than it saves
+            faiss.omp_set_num_threads(max(1, min(os.cpu_count() or 1, len(queries))))
             scores, ids = self.index.search(normalise(queries), min(k, self.index.ntotal), params=params)
         return [[(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1] for row_ids, row_scores in zip(ids, scores)]
 
