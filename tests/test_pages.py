@@ -88,3 +88,9 @@ def test_settings_page_persists_the_backend_and_persona(data_dir):
     assert saved.llm_backend == "none" and saved.persona == "Answer like a patient librarian."
     next(b for b in at.button if b.label == "Check index consistency").click().run()
     assert "agree on 0 chunks" in at.success[-1].value
+
+
+def test_streamlit_config_keeps_the_app_private():
+    config = (ROOT / ".streamlit" / "config.toml").read_text()
+    assert 'address = "localhost"' in config and "gatherUsageStats = false" in config
+    assert "maxUploadSize = 200" in config and AppConfig().max_upload_mb == 200
