@@ -62,8 +62,9 @@ for name in list(st.session_state["pending_passwords"]):
         password = st.text_input("Password", type="password", key=f"pw-{name}")
         if st.form_submit_button("Unlock and add"):
             ingest(name, st.session_state["pending_passwords"][name], password)
-for kind, line in st.session_state["upload_log"]:
-    getattr(st, kind)(line)
+if not submitted:  # in the run that ingests, the status lines above already say it
+    for kind, line in st.session_state["upload_log"]:
+        getattr(st, kind)(line)
 
 st.header("Library")
 documents = engine.documents()
