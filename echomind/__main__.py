@@ -110,6 +110,19 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+def cmd_pii(args) -> int:
+    from .pii_eval import evaluate
+
+    r = evaluate()
+    print(f"PII redaction on the labelled set: {r['items']} PII items, {r['look_alikes']} look-alikes")
+    print(f"recall {r['recall']:.3f}  precision {r['precision']:.3f}")
+    for label, (hit, total) in sorted(r["per_label"].items()):
+        print(f"  {label:6s} {hit}/{total}")
+    print("missed:", r["missed"] or "none")
+    print("wrongly redacted:", r["false_positives"] or "none")
+    return 0
+
+
 def cmd_check(args) -> int:
     engine = _engine(args)
     report = engine.check_consistency()
@@ -154,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-answers", action="store_true", help="skip the embedded-LLM answer timings")
     p.add_argument("--json", help="also write the figures to this file")
     p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("pii", help="precision and recall of PII redaction on the labelled set")
+    p.set_defaults(func=cmd_pii)
     p = sub.add_parser("check", help="check that SQLite, FAISS and BM25 agree; --repair rebuilds from SQLite")
     p.add_argument("--repair", action="store_true")
     p.set_defaults(func=cmd_check)

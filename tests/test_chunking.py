@@ -187,3 +187,11 @@ def test_a_giant_line_is_cut_to_size_without_losing_text():
     chunks = chunk_document(text, "big")
     assert all(len(c.text) <= USER_MAX for c in chunks)
     assert sum(c.text.count("word") for c in chunks) >= 50_000
+
+
+def test_redaction_precision_and_recall_on_the_labelled_set():
+    from echomind.pii_eval import evaluate
+
+    result = evaluate()
+    assert result["items"] >= 50 and result["look_alikes"] >= 40
+    assert result["recall"] >= 0.95 and result["precision"] >= 0.9, (result["missed"], result["false_positives"])

@@ -50,6 +50,8 @@ def _phone(match: str) -> bool:
         return False
     if re.fullmatch(r"\d{1,3}(?:\.\d{3})+", match.strip()):
         return False  # 273.879.750 is a number with thousands separators
+    if match.count("-") >= 3 and (_isbn13(digits) or _isbn10(digits)):
+        return False  # 978-0-306-40615-7 is a book
     international = match.lstrip().startswith(("+", "(")) or match.lstrip().startswith("00")
     if international:
         return True
@@ -63,6 +65,10 @@ def _isbn13(digits: str) -> bool:
     if len(digits) != 13 or not digits.startswith(("978", "979")):
         return False
     return sum(int(d) * (1 if i % 2 == 0 else 3) for i, d in enumerate(digits)) % 10 == 0
+
+
+def _isbn10(digits: str) -> bool:
+    return len(digits) == 10 and sum(int(d) * (10 - i) for i, d in enumerate(digits)) % 11 == 0
 
 
 def _long_id(match: str) -> bool:
@@ -81,10 +87,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("EMAIL", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     Pattern("ID", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"), _iban),
     Pattern("SSN", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), _ssn),
-    Pattern("CARD", re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d.])"), _card),
+    Pattern("CARD", re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?!\d|\.\d)"), _card),  # a full stop may end the sentence
     Pattern(
         "PHONE",
-        re.compile(r"(?<![\w.+/-])(?:(?:\+|00)\d{1,3}[\s.-]?|1[\s.-])?(?:\(\d{1,5}\)[\s.-]?)?\d{2,5}(?:[\s.-]\d{2,5}){1,4}(?![\w/]|[.:-]\d)"),
+        re.compile(r"(?<![\w.+/-])(?:(?:\+|00)\d{1,3}[\s.-]?|1[\s.-])?(?:\(\d{1,5}\)[\s.-]?)?\d{1,5}(?:[\s.-]\d{1,8}){1,5}(?![\w/]|[.:-]\d)"),
         _phone,
     ),
     Pattern("ID", re.compile(r"(?<![\d.,])\d{9,}(?![\d.,]\d)"), _long_id),
