@@ -48,6 +48,8 @@ def _phone(match: str) -> bool:
     digits = re.sub(r"\D", "", match)
     if not 7 <= len(digits) <= 15 or _DATE.search(match):
         return False
+    if "." in match and re.search(r"\s", match.strip()):
+        return False  # "0 0.0335 0.0409": a row of decimals in a table, not a phone
     if re.fullmatch(r"\d{1,3}(?:\.\d{3})+", match.strip()):
         return False  # 273.879.750 is a number with thousands separators
     if match.count("-") >= 3 and (_isbn13(digits) or _isbn10(digits)):
@@ -90,10 +92,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("CARD", re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?!\d|\.\d)"), _card),  # a full stop may end the sentence
     Pattern(
         "PHONE",
-        re.compile(r"(?<![\w.+/-])(?:(?:\+|00)\d{1,3}[\s.-]?|1[\s.-])?(?:\(\d{1,5}\)[\s.-]?)?\d{1,5}(?:[\s.-]\d{1,8}){1,5}(?![\w/]|[.:-]\d)"),
+        re.compile(r"(?<![\w.+/-])(?:(?:\+|00)\d{1,3}[ \t.-]?|1[ \t.-])?(?:\(\d{1,5}\)[ \t.-]?)?\d{1,5}(?:[ \t.-]\d{1,8}){1,5}(?![\w/]|[.:-]\d)"),  # never across lines
         _phone,
     ),
-    Pattern("ID", re.compile(r"(?<![\d.,])\d{9,}(?![\d.,]\d)"), _long_id),
+    Pattern("ID", re.compile(r"(?<![\w.,])\d{9,}(?![.,]\d|\w)"), _long_id),  # not inside hex hashes or codes
 )
 
 
