@@ -79,7 +79,7 @@ def cmd_eval(args) -> int:
 
 
 def _progress(stage: str, fraction: float) -> None:
-    print(f"\r  ingesting {fraction:5.1%}", end="", file=sys.stderr, flush=True)
+    print(f"\r  {'ingesting' if stage == 'ingest' else stage} {fraction:5.1%}   ", end="", file=sys.stderr, flush=True)
 
 
 def _finish(args, engine, results: dict, started: float) -> int:
