@@ -57,7 +57,14 @@ def _phone(match: str) -> bool:
     international = match.lstrip().startswith(("+", "(")) or match.lstrip().startswith("00")
     if international:
         return True
+    if len(set(re.findall(r"[ \t.-]", match.strip()))) > 1:
+        return False  # "1457.60-2761.80", "5353-10 649": ranges and figures, not a phone dialled locally
     groups = re.split(r"[\s.\-()]+", match.strip())
+    numbers = [int(g) for g in groups if g.isdigit()]
+    if len(numbers) == 2 and "-" in match and numbers[1] > numbers[0]:
+        return False  # "400-1000", "12442-12448": a range (costs local numbers like 555-1234: precision first)
+    if len(numbers) >= 3 and all(b - a == 1 for a, b in zip(numbers, numbers[1:])):
+        return False  # "9 10 11 12 13 14": reference numbers
     if "." in match and len(groups) <= 3 and any(len(g) == 1 for g in groups):
         return False  # a version number, not a phone
     return len(digits) >= 9 or re.fullmatch(r"\d{3}-\d{4}", match.strip()) is not None
