@@ -200,7 +200,7 @@ class Engine(IngestMixin):
     def check_consistency(self) -> dict[str, Any]:
         """Do SQLite, FAISS and BM25 hold exactly the same searchable chunk ids?"""
         truth = {r for batch in self.store.iter_embedded() for r, _, _ in batch}
-        dense_ids = set(int(i) for i in __import__("faiss").vector_to_array(self.dense.index.id_map)) if len(self.dense) else set()
+        dense_ids = self.dense.ids()
         sparse_ids = set(self.sparse.slot)
         return {
             "sqlite": len(truth), "faiss": len(dense_ids), "bm25": len(sparse_ids),

@@ -93,6 +93,13 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
+_CHUNK_COLUMNS = "id, chunk_id, doc_id, text, source_json"
+
+
+def _chunk(row: sqlite3.Row) -> dict[str, Any]:
+    return {"rowid": row["id"], "chunk_id": row["chunk_id"], "doc_id": row["doc_id"], "text": row["text"], "source": json.loads(row["source_json"])}
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -242,20 +249,16 @@ class Store:
         for i in range(0, len(rowids), 900):
             part = rowids[i : i + 900]
             marks = ",".join("?" * len(part))
-            for r in self.query(f"SELECT id, chunk_id, doc_id, text, source_json FROM chunks WHERE id IN ({marks})", part):
-                out[r["id"]] = {"rowid": r["id"], "chunk_id": r["chunk_id"], "doc_id": r["doc_id"], "text": r["text"], "source": json.loads(r["source_json"])}
+            for r in self.query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
+                out[r["id"]] = _chunk(r)
         return out
 
     def chunk_by_id(self, chunk_id: str) -> dict[str, Any] | None:
-        rows = self.query("SELECT id, chunk_id, doc_id, text, source_json FROM chunks WHERE chunk_id = ?", (chunk_id,))
-        if not rows:
-            return None
-        r = rows[0]
-        return {"rowid": r["id"], "chunk_id": r["chunk_id"], "doc_id": r["doc_id"], "text": r["text"], "source": json.loads(r["source_json"])}
+        rows = self.query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ?", (chunk_id,))
+        return _chunk(rows[0]) if rows else None
 
     def document_chunks(self, doc_id: str) -> list[dict[str, Any]]:
-        rows = self.query("SELECT id, chunk_id, text, source_json FROM chunks WHERE doc_id = ? ORDER BY chunk_index", (doc_id,))
-        return [{"rowid": r["id"], "chunk_id": r["chunk_id"], "text": r["text"], "source": json.loads(r["source_json"])} for r in rows]
+        return [_chunk(r) for r in self.query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = ? ORDER BY chunk_index", (doc_id,))]
 
     def iter_embedded(self, batch: int = 5000) -> Iterator[list[tuple[int, str, bytes | None]]]:
         """(rowid, index text, vector bytes or None) of every searchable chunk, in rowid order."""

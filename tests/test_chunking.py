@@ -10,7 +10,7 @@ from conftest import doc
 from echomind.chunking import DocType, Sensitivity, chunk_document, chunk_segments, detect_document_type, sanitize_text
 from echomind.chunking.chunkers import (CHILD_MAX, CHILD_MIN, MAX_FAQ_CHARS, PARENT_MAX, SENSITIVE_MAX, USER_MAX, USER_MIN)
 from echomind.chunking.sentences import sentence_spans
-from echomind.parsing import parse_bytes
+from echomind.parsing import Segment, parse_bytes
 
 
 def sentences_of(text: str, hard_max: int | None = None) -> list[str]:
@@ -123,7 +123,7 @@ PEOPLE = " ".join(
 
 def test_sensitive_documents_are_redacted_and_chunked_small():
     assert detect_document_type(PEOPLE) is DocType.SENSITIVE
-    result = chunk_segments([__import__("echomind.parsing.models", fromlist=["Segment"]).Segment(PEOPLE)], "pii")
+    result = chunk_segments([Segment(PEOPLE)], "pii")
     assert result.sensitivity is Sensitivity.HIGH
     assert result.redactions == {"EMAIL": 30, "PHONE": 30, "SSN": 30}
     for chunk in result.chunks:

@@ -57,6 +57,10 @@ class DenseIndex:
             scores, ids = self.index.search(normalise(queries), min(k, self.index.ntotal), params=params)
         return [[(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1] for row_ids, row_scores in zip(ids, scores)]
 
+    def ids(self) -> set[int]:
+        with self._lock:
+            return {int(i) for i in faiss.vector_to_array(self.index.id_map)}
+
     def vectors(self, rowids: list[int]) -> dict[int, np.ndarray]:
         """Stored (normalised) vectors of these rowids; missing ones are left out."""
         out = {}
