@@ -129,9 +129,8 @@ def cmd_check(args) -> int:
     print(json.dumps(report, indent=2))
     if not report["consistent"] and args.repair:
         print("rebuilding indexes from SQLite ...")
-        engine.rebuild_indexes()
-        report = engine.check_consistency()
-        print(json.dumps(report, indent=2))
+        report = engine.repair()
+        print(json.dumps(report, indent=2), *engine.notices, sep="\n")
     engine.close()
     return 0 if report["consistent"] else 1
 

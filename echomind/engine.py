@@ -49,6 +49,7 @@ class Engine(IngestMixin):
         self._write = threading.RLock()
         self.notices: list[str] = []
         self._reembed_if_model_changed()
+        self._remove_orphan_files()
         self.dense, self.sparse = self._load_or_rebuild()
         self.chats = ChatLog(self.store)
         self.transcripts = TranscriptBook(self)
@@ -130,6 +131,8 @@ class Engine(IngestMixin):
         except (OSError, ValueError, KeyError, EOFError, AttributeError, ImportError):
             pass
         self.index_source = "loaded" if dense is not None and sparse is not None else "rebuilt"
+        if self.index_source == "loaded":
+            self._saved_generation = (dense.generation, sparse.generation)
         if dense is None or sparse is None:
             rebuilt_dense, rebuilt_sparse = self._build_from_store(need_dense=dense is None, need_sparse=sparse is None)
             dense = dense or rebuilt_dense
@@ -156,13 +159,20 @@ class Engine(IngestMixin):
         """Throw the derived indexes away and rebuild them from SQLite (the repair command)."""
         with self._write:
             self.dense, self.sparse = self._build_from_store()
+            self._saved_generation = None
             self.save_indexes()
         return {"dense": len(self.dense), "sparse": len(self.sparse)}
 
-    def save_indexes(self) -> None:
+    def save_indexes(self) -> bool:
+        """Write the derived indexes if they changed since the last save (after a batch, on close):
+        a start after a crash then loads them instead of rebuilding, unless writes came after."""
         with self._write:
+            if getattr(self, "_saved_generation", None) == (self.dense.generation, self.sparse.generation):
+                return False
             self.dense.save(self._dense_path)
             self.sparse.save(self._sparse_path)
+            self._saved_generation = (self.dense.generation, self.sparse.generation)
+            return True
 
     def _reembed_if_model_changed(self) -> None:
         """Vectors from another model (or dimension) are never mixed: re-embed everything."""
@@ -198,16 +208,28 @@ class Engine(IngestMixin):
         return self.store.document_chunks(doc_id)
 
     def check_consistency(self) -> dict[str, Any]:
-        """Do SQLite, FAISS and BM25 hold exactly the same searchable chunk ids?"""
+        """Do SQLite, FAISS and BM25 hold exactly the same searchable chunk ids, and is every document whole?"""
         truth = {r for batch in self.store.iter_embedded() for r, _, _ in batch}
         dense_ids = self.dense.ids()
         sparse_ids = set(self.sparse.slot)
+        partial = [d["filename"] for d in self.store.partial_documents()]
         return {
             "sqlite": len(truth), "faiss": len(dense_ids), "bm25": len(sparse_ids),
-            "consistent": truth == dense_ids == sparse_ids,
+            "consistent": truth == dense_ids == sparse_ids and not partial,
             "missing_in_faiss": len(truth - dense_ids), "extra_in_faiss": len(dense_ids - truth),
             "missing_in_bm25": len(truth - sparse_ids), "extra_in_bm25": len(sparse_ids - truth),
+            "partial_documents": partial,
         }
+
+    def repair(self) -> dict[str, Any]:
+        """Rebuild the indexes from SQLite; a document that is not whole is parsed again from its original."""
+        for doc in self.store.partial_documents():
+            try:
+                self.reindex_document(doc["id"])
+            except Exception as exc:  # noqa: BLE001 - reported, the document is kept as it is
+                self.notices.append(f"Could not re-index '{doc['filename']}': {exc}")
+        self.rebuild_indexes()
+        return self.check_consistency()
 
     def close(self) -> None:
         if getattr(self, "_closed", False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 import uuid
@@ -75,17 +76,25 @@ class IngestMixin:
         meta = dict(meta or {})
         if existing is not None:
             meta.setdefault("created_at", existing["created_at"])
-        result = self._ingest_parsed(filename, parsed, checksum, len(data), progress, timings, meta, replace_checksum=reindex)
-        self._keep_original(result.doc_id, data)
-        return result
+        return self._ingest_parsed(filename, parsed, checksum, data, progress, timings, meta, replace_checksum=reindex)
 
     def _keep_original(self, doc_id: str, data: bytes) -> None:
-        """The uploaded file itself, owner-only, so a document can be re-indexed later."""
+        """The uploaded file itself, owner-only, so a document can be re-indexed later. Written before
+        the document's transaction: a committed document always has its original; a file left by a
+        crash before the commit belongs to no document and is removed at the next start."""
         path = self.files_dir / doc_id
         tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.chmod(0o600)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(data)
         tmp.replace(path)
+
+    def _remove_orphan_files(self) -> int:
+        """Originals (and half-written temp files) that no committed document owns."""
+        owned = self.store.document_ids()
+        orphans = [p for p in self.files_dir.iterdir() if p.name not in owned]
+        for path in orphans:
+            path.unlink(missing_ok=True)
+        return len(orphans)
 
     def reindex_document(self, doc_id: str, password: str | None = None) -> IngestResult:
         """Parse, chunk and embed a stored document again (after a chunker or model change)."""
@@ -101,8 +110,7 @@ class IngestMixin:
             result = self.ingest_texts([item], reindex=True)[0]
         else:
             result = self.ingest_bytes(doc["filename"], path.read_bytes(), password=password, reindex=True)
-        path.unlink(missing_ok=True)
-        return result
+        return result  # the replaced document's original went with it
 
     def ingest_text(self, filename: str, text: str, meta: dict[str, Any] | None = None) -> IngestResult:
         """Text that is already text (transcripts, notes): no parsing, same pipeline."""
@@ -125,18 +133,15 @@ class IngestMixin:
                 if existing is not None and not reindex:
                     results.append(self._duplicate(filename, existing))
                     continue
-                prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, len(data), dict(meta)))
+                prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, data, dict(meta)))
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
             chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m)) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
             texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
             vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
             offset = 0
-            for (filename, parsed, checksum, size, meta), doc_id, chunks in zip(prepared, doc_ids, chunked):
+            for (filename, parsed, checksum, data, meta), doc_id, chunks in zip(prepared, doc_ids, chunked):
                 n = len(chunks.embed_chunks)
-                result = self._commit(doc_id, filename, parsed, chunks, vectors[offset : offset + n], checksum, size, meta, {}, reindex)
-                if result.status != "duplicate":
-                    self._keep_original(doc_id, parsed.segments[0].text.encode("utf-8"))
-                results.append(result)
+                results.append(self._commit(doc_id, filename, parsed, chunks, vectors[offset : offset + n], checksum, data, meta, {}, reindex))
                 offset += n
         return results
 
@@ -144,7 +149,7 @@ class IngestMixin:
         return IngestResult("duplicate", existing["id"], filename, existing["filetype"], existing["doc_type"], existing["sensitivity"],
                             message=f"'{filename}' is identical to '{existing['filename']}', already indexed on {existing['created_at'][:10]}; nothing was added.")
 
-    def _ingest_parsed(self, filename: str, parsed: ParsedDocument, checksum: str, size: int, progress: Progress,
+    def _ingest_parsed(self, filename: str, parsed: ParsedDocument, checksum: str, data: bytes, progress: Progress,
                        timings: dict[str, float], meta: dict[str, Any], replace_checksum: bool = False) -> IngestResult:
         doc_id = uuid.uuid4().hex[:16]
         t = time.perf_counter()
@@ -163,18 +168,18 @@ class IngestMixin:
         timings["embed"] = time.perf_counter() - t
 
         progress("index", 0.0)
-        result = self._commit(doc_id, filename, parsed, chunked, vectors, checksum, size, meta, timings, replace_checksum)
+        result = self._commit(doc_id, filename, parsed, chunked, vectors, checksum, data, meta, timings, replace_checksum)
         progress("done", 1.0)
         return result
 
-    def _commit(self, doc_id: str, filename: str, parsed: ParsedDocument, chunked, vectors: np.ndarray, checksum: str, size: int,
+    def _commit(self, doc_id: str, filename: str, parsed: ParsedDocument, chunked, vectors: np.ndarray, checksum: str, data: bytes,
                 meta: dict[str, Any], timings: dict[str, float], replace_checksum: bool = False) -> IngestResult:
         """One transaction for the document (replacing an older version of the same name, or with
         ``replace_checksum`` the same bytes being re-indexed); then the derived indexes follow."""
         t = time.perf_counter()
         embed = chunked.embed_chunks
         doc = {
-            "id": doc_id, "filename": filename, "filetype": parsed.filetype, "checksum": checksum, "size_bytes": size,
+            "id": doc_id, "filename": filename, "filetype": parsed.filetype, "checksum": checksum, "size_bytes": len(data),
             "created_at": meta.pop("created_at", None) or utcnow(), "doc_type": chunked.doc_type.value,
             "sensitivity": chunked.sensitivity.value, "redactions": sum(chunked.redactions.values()),
             "meta_json": json.dumps({**parsed.metadata, **meta, "warnings": parsed.warnings}),
@@ -185,8 +190,15 @@ class IngestMixin:
                 return self._duplicate(filename, same)
             old = list(dict.fromkeys([r["id"] for r in self.store.find_by_filename(filename)] + ([same["id"]] if same is not None else [])))
             old_rowids = [rid for d in old for rid in self.store.embedded_rowids(d)]
-            with self.store.atomic() as conn:
-                rowids = self.store.insert_document(conn, doc, chunked.chunks, vectors, replaces=old)
+            self._keep_original(doc_id, data)
+            try:
+                with self.store.atomic() as conn:
+                    rowids = self.store.insert_document(conn, doc, chunked.chunks, vectors, replaces=old)
+            except BaseException:
+                (self.files_dir / doc_id).unlink(missing_ok=True)
+                raise
+            for replaced in old:
+                (self.files_dir / replaced).unlink(missing_ok=True)
             generation = self.store.generation
             ids = [rowids[c.chunk_id] for c in embed]
             self.dense.remove(old_rowids)

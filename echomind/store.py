@@ -90,6 +90,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         INSERT INTO meta(key, value) VALUES ('generation', '0');
         """,
     ),
+    (
+        # how many chunks the document was committed with: a partial document is detectable
+        "m002_chunk_count",
+        "ALTER TABLE documents ADD COLUMN chunk_count INTEGER",
+    ),
 ]
 
 
@@ -201,9 +206,9 @@ class Store:
         for old in replaces:
             self._delete(conn, old)
         conn.execute(
-            """INSERT INTO documents(id, filename, filetype, checksum, size_bytes, created_at, doc_type, sensitivity, redactions, meta_json)
-               VALUES (:id, :filename, :filetype, :checksum, :size_bytes, :created_at, :doc_type, :sensitivity, :redactions, :meta_json)""",
-            doc,
+            """INSERT INTO documents(id, filename, filetype, checksum, size_bytes, created_at, doc_type, sensitivity, redactions, meta_json, chunk_count)
+               VALUES (:id, :filename, :filetype, :checksum, :size_bytes, :created_at, :doc_type, :sensitivity, :redactions, :meta_json, :chunk_count)""",
+            doc | {"chunk_count": len(chunks)},
         )
         rowids: dict[str, int] = {}
         embed = [c for c in chunks if not c.is_parent]
@@ -240,6 +245,20 @@ class Store:
             rowids = self.embedded_rowids(doc_id, conn)
             self._delete(conn, doc_id)
         return rowids
+
+    def document_ids(self) -> set[str]:
+        return {r[0] for r in self.query("SELECT id FROM documents")}
+
+    def partial_documents(self) -> list[dict[str, Any]]:
+        """Documents whose stored chunks differ from what was committed, or with a chunk lacking its vector."""
+        rows = self.query(
+            """SELECT d.id, d.filename, d.chunk_count,
+                      (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.id) AS stored,
+                      (SELECT COUNT(*) FROM chunks c LEFT JOIN vectors v ON v.chunk_rowid = c.id
+                        WHERE c.doc_id = d.id AND c.is_parent = 0 AND v.chunk_rowid IS NULL) AS without_vector
+               FROM documents d"""
+        )
+        return [dict(r) for r in rows if (r["chunk_count"] is not None and r["chunk_count"] != r["stored"]) or r["stored"] == 0 or r["without_vector"]]
 
     # -- chunks and vectors ---------------------------------------------------------------------
     def chunks_by_rowid(self, rowids: list[int]) -> dict[int, dict[str, Any]]:

@@ -58,5 +58,5 @@ if st.button("Check index consistency"):
         st.success(f"SQLite, FAISS and BM25 agree on {report['sqlite']} chunks.")
     else:
         st.warning(f"Out of step: {report}. Rebuilding from SQLite…")
-        engine.rebuild_indexes()
-        st.success(f"Rebuilt: {engine.check_consistency()}")
+        report = engine.repair()
+        (st.success if report["consistent"] else st.error)(f"After the repair: {report}")
