@@ -57,7 +57,7 @@ class Engine(IngestMixin):
 
     def _limits(self) -> Limits:
         return Limits(max_bytes=self.config.max_upload_mb * 2**20, max_uncompressed_bytes=self.config.max_uncompressed_mb * 2**20,
-                      max_compression_ratio=self.config.max_compression_ratio)
+                      max_compression_ratio=self.config.max_compression_ratio, max_table_rows=self.config.max_table_rows)
 
     def reconfigure(self) -> None:
         """Apply a changed config (Settings page): limits and the LLM; an embedder change needs a new Engine."""

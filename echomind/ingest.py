@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .chunking import chunk_segments
-from .parsing import ParsedDocument, Segment
-from .errors import NotFound
+from .errors import FileTooLarge, NotFound
+from .parsing import ParsedDocument, Segment, check_size
 from .store import utcnow
 
 Progress = Callable[[str, float], None]
@@ -64,6 +64,7 @@ class IngestMixin:
         """``reindex``: parse and index again even though the same bytes are stored (replaces them)."""
         progress = progress or (lambda stage, fraction: None)
         filename = safe_filename(filename)
+        check_size(len(data), filename, self.limits)  # before hashing or copying a huge upload
         checksum = hashlib.sha256(data).hexdigest()
         existing = self.store.find_by_checksum(checksum)
         if existing is not None and not reindex:
@@ -136,6 +137,8 @@ class IngestMixin:
                 prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, data, dict(meta)))
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
             chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m)) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
+            for (name, *_), chunks in zip(prepared, chunked):
+                self._check_chunk_count(name, len(chunks.embed_chunks))
             texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
             vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
             offset = 0
@@ -156,6 +159,7 @@ class IngestMixin:
         progress("chunk", 0.0)
         chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta))
         timings["chunk"] = time.perf_counter() - t
+        self._check_chunk_count(filename, len(chunked.embed_chunks))
 
         t = time.perf_counter()
         embed = chunked.embed_chunks
@@ -171,6 +175,12 @@ class IngestMixin:
         result = self._commit(doc_id, filename, parsed, chunked, vectors, checksum, data, meta, timings, replace_checksum)
         progress("done", 1.0)
         return result
+
+    def _check_chunk_count(self, filename: str, count: int) -> None:
+        limit = self.config.max_chunks_per_document
+        if count > limit:
+            raise FileTooLarge(f"'{filename}' would make {count:,} searchable chunks, more than the {limit:,} allowed per document "
+                               "(embedding them would take a long time); split it or raise the limit in Settings.")
 
     def _commit(self, doc_id: str, filename: str, parsed: ParsedDocument, chunked, vectors: np.ndarray, checksum: str, data: bytes,
                 meta: dict[str, Any], timings: dict[str, float], replace_checksum: bool = False) -> IngestResult:

@@ -46,6 +46,8 @@ class AppConfig:
     max_upload_mb: int = 200
     max_uncompressed_mb: int = 1024  # zip-based office files: total expanded size
     max_compression_ratio: int = 200  # zip-based office files: expanded / compressed
+    max_table_rows: int = 100_000  # CSV/XLSX rows per file
+    max_chunks_per_document: int = 20_000  # about 13 minutes of embedding with MiniLM on 2 cores
     parse_timeout_s: float = 120.0
     parse_memory_mb: int = 6144
     bm25_variant: str = "lucene"  # see echomind.index.sparse.VARIANTS
@@ -64,7 +66,7 @@ class AppConfig:
             raise ValueError(f"embedder must be 'minilm-int8' or 'ollama', not {self.embedder!r}")
         if self.llm_backend not in LLM_BACKENDS:
             raise ValueError(f"llm_backend must be one of {', '.join(LLM_BACKENDS)}, not {self.llm_backend!r}")
-        for name in ("embed_max_chars", "embed_batch_size", "max_upload_mb", "max_uncompressed_mb"):
+        for name in ("embed_max_chars", "embed_batch_size", "max_upload_mb", "max_uncompressed_mb", "max_table_rows", "max_chunks_per_document"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 
@@ -73,7 +75,7 @@ class AppConfig:
         return _from_dict(cls, values)
 
     # what the Settings page changes; persisted in <data_dir>/settings.json
-    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "max_upload_mb")
+    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "max_upload_mb", "max_table_rows", "max_chunks_per_document")
 
     @classmethod
     def load(cls, data_dir: Path | None = None) -> "AppConfig":

@@ -35,11 +35,16 @@ if embedder != config.embedder:
     st.warning("Changing the embedding model re-embeds every chunk in the library when you save. This can take a while.")
 upload_mb = st.number_input("Upload limit (MB per file)", 1, 2000, value=config.max_upload_mb,
                             help="The browser upload is also capped by server.maxUploadSize in .streamlit/config.toml (200 MB).")
+limit_cols = st.columns(2)
+table_rows = limit_cols[0].number_input("Rows per CSV/XLSX file", 1, 10_000_000, value=config.max_table_rows, step=10_000)
+max_chunks = limit_cols[1].number_input("Chunks per document", 1, 10_000_000, value=config.max_chunks_per_document, step=1_000,
+                                        help="About 25 chunks are embedded per second on a 2-core laptop.")
 
 if st.button("Save settings", type="primary"):
     changed_embedder = embedder != config.embedder
     config.llm_backend, config.ollama_host, config.ollama_model = backend, host, model.removesuffix(":latest") if model else config.ollama_model
     config.gguf_path, config.persona, config.embedder, config.max_upload_mb = gguf.strip(), persona, embedder, int(upload_mb)
+    config.max_table_rows, config.max_chunks_per_document = int(table_rows), int(max_chunks)
     config.save()
     try:
         if changed_embedder:

@@ -55,6 +55,7 @@ if submitted and files:
     st.session_state["upload_log"] = []
     for file in files:
         ingest(file.name, file.getvalue())
+    engine.save_indexes()  # a restart after a crash then loads instead of rebuilding
 
 for name in list(st.session_state["pending_passwords"]):
     with st.form(f"password-{name}"):
@@ -83,6 +84,7 @@ cols = st.columns(3)
 if cols[0].button(f"Delete selected ({len(chosen)})", disabled=not chosen):
     for d in chosen:
         engine.delete_document(d["id"])
+    engine.save_indexes()
     st.session_state["upload_log"] = [("success", f"Deleted {', '.join(d['filename'] for d in chosen)}")]
     st.rerun()
 if cols[1].button(f"Re-index selected ({len(chosen)})", disabled=not chosen):

@@ -20,6 +20,7 @@ class Limits:
     max_uncompressed_bytes: int = 1024 * 1024 * 1024
     max_compression_ratio: int = 200
     max_archive_members: int = 10_000
+    max_table_rows: int = 100_000  # CSV/XLSX rows per file; more is refused while reading, not after
 
 
 def parse_bytes(data: bytes, filename: str, password: str | None = None, limits: Limits = Limits()) -> ParsedDocument:
@@ -49,11 +50,11 @@ def _dispatch(data: bytes, filename: str, password: str | None, limits: Limits) 
     if kind == "xlsx":
         from .tables import parse_xlsx
 
-        return parse_xlsx(data, filename)
+        return parse_xlsx(data, filename, limits.max_table_rows)
     if kind == "csv":
         from .tables import parse_csv
 
-        return parse_csv(data, filename)
+        return parse_csv(data, filename, limits.max_table_rows)
     from .text import parse_markdown, parse_text
 
     return parse_markdown(data, filename) if kind == "md" else parse_text(data, filename)

@@ -7,12 +7,17 @@ import io
 
 import pandas as pd
 
-from ..errors import CorruptFile, EmptyDocument
+from ..errors import CorruptFile, EmptyDocument, FileTooLarge
 from .models import ParsedDocument, Segment
 from .text import decode_text
 
 
-def parse_csv(data: bytes, filename: str) -> ParsedDocument:
+def _too_many_rows(filename: str, max_rows: int) -> FileTooLarge:
+    return FileTooLarge(f"'{filename}' has more than {max_rows:,} rows, the limit per file (each row becomes a searchable record); "
+                        "split it or raise the limit in Settings.")
+
+
+def parse_csv(data: bytes, filename: str, max_rows: int = 100_000) -> ParsedDocument:
     text = decode_text(data, filename)
     try:
         dialect = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|")
@@ -20,20 +25,24 @@ def parse_csv(data: bytes, filename: str) -> ParsedDocument:
     except csv.Error:
         sep = "\t" if filename.lower().endswith(".tsv") else ","
     try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, on_bad_lines="warn")
+        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, on_bad_lines="warn", nrows=max_rows + 1)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise CorruptFile(f"'{filename}' is not a well-formed CSV file ({exc}).") from exc
+    if len(frame) > max_rows:
+        raise _too_many_rows(filename, max_rows)
     segments = _rows(frame, sheet=None)
     if not segments:
         raise EmptyDocument(f"'{filename}' has a header but no rows with values.")
     return ParsedDocument(filetype="csv", segments=segments, metadata={"rows": len(frame), "columns": list(map(str, frame.columns))}, tabular=True)
 
 
-def parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
+def parse_xlsx(data: bytes, filename: str, max_rows: int = 100_000) -> ParsedDocument:
     try:
-        sheets = pd.read_excel(io.BytesIO(data), sheet_name=None, dtype=str, keep_default_na=False, engine="openpyxl")
+        sheets = pd.read_excel(io.BytesIO(data), sheet_name=None, dtype=str, keep_default_na=False, engine="openpyxl", nrows=max_rows + 1)
     except (ValueError, KeyError, OSError) as exc:
         raise CorruptFile(f"'{filename}' is not a readable Excel workbook ({exc}).") from exc
+    if sum(len(frame) for frame in sheets.values()) > max_rows:
+        raise _too_many_rows(filename, max_rows)
     segments: list[Segment] = []
     for name, frame in sheets.items():
         segments.extend(_rows(frame, sheet=str(name)))

@@ -7,7 +7,7 @@ import re
 import yaml
 from charset_normalizer import from_bytes
 
-from ..errors import EmptyDocument, UnsupportedFileType
+from ..errors import EmptyDocument, NoExtractableText, UnsupportedFileType
 from .models import ParsedDocument, Segment
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
@@ -37,16 +37,30 @@ def _normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
 
 
+_ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_\-]{80,}")
+
+
+def check_readable(text: str, filename: str) -> None:
+    """Base64, hex dumps and minified blobs are text to a decoder but not to a reader (or to search):
+    when unbroken runs of 80+ such characters make up most of it, it is refused instead of indexed."""
+    sample = text[: 2**20]
+    encoded = sum(len(m) for m in _ENCODED_RUN.findall(sample))
+    if sample and encoded / len(sample) > 0.5:
+        raise NoExtractableText(f"'{filename}' looks like encoded or binary data (e.g. base64), not readable text; nothing was indexed.")
+
+
 def parse_text(data: bytes, filename: str) -> ParsedDocument:
     text = decode_text(data, filename).strip()
     if not text:
         raise EmptyDocument(f"'{filename}' contains only whitespace: there is no text to index.")
+    check_readable(text, filename)
     return ParsedDocument(filetype="txt", segments=[Segment(text=text)])
 
 
 def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
     """Front-matter becomes document metadata; each heading becomes the section of the text under it."""
     text = decode_text(data, filename)
+    check_readable(text, filename)
     metadata: dict = {}
     match = _FRONT_MATTER.match(text)
     if match:
