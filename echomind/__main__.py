@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--skip-answers", action="store_true", help="skip the embedded-LLM answer timings")
+    p.add_argument("--inputs", action="store_true", help="only: hostile and huge inputs, with outcome, time and memory")
     p.add_argument("--json", help="also write the figures to this file")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("pii", help="precision and recall of PII redaction on the labelled set")

@@ -5,6 +5,8 @@
    each corpus size. Large corpora are filled with real SciFact chunk texts (replicated past the
    corpus size) and real vectors of a sample of them plus small noise: embedding 100k chunks would
    take an hour here and measures the embedder, not the index.
+4. ``--inputs``: every hostile or huge input (zip bombs, 500 MB, 1M-row CSV, 2,000 pages, ...): outcome,
+   time and memory.
 3. Adding one document at each size (must not grow with the corpus), start-up with saved indexes
    versus a rebuild from SQLite, rank-bm25 next to our BM25, and peak memory.
 """
@@ -189,10 +191,57 @@ def bench_answers(embedder, docs_dir: Path) -> dict:
     return {"llm": name, "questions": len(ANSWER_QUESTIONS), "median_ms": rows}
 
 
+def _rss_mb() -> float:
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+
+
+def bench_inputs(embedder) -> list[dict]:
+    """Each hostile or huge input through a real engine: outcome, seconds, the parser worker's peak
+    memory (a fresh worker per input) and this process's memory after it; the store must not change
+    when an input is refused."""
+    from .bench_inputs import hostile_inputs
+    from .errors import EchoMindError
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = Engine(AppConfig(data_dir=Path(tmp)), embedder=embedder, llm=None)
+        for name, make in hostile_inputs():
+            data = make()
+            before = (engine.store.counts(), engine.store.generation)
+            engine.parser.close()
+            t = time.perf_counter()
+            try:
+                result = engine.ingest_bytes(name, data)
+                outcome = f"{result.status}: {result.chunks} chunks as '{result.filename[:40]}'"
+            except EchoMindError as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+                assert (engine.store.counts(), engine.store.generation) == before, f"{name} changed the store"
+            rows.append({"input": name[:40], "mb": len(data) / 2**20, "seconds": time.perf_counter() - t,
+                         "worker_peak_mb": engine.parser.peak_memory_mb(), "app_rss_mb": _rss_mb(), "outcome": outcome,
+                         "consistent": engine.check_consistency()["consistent"]})
+            del data
+        engine.close()
+    return rows
+
+
+def print_inputs(rows: list[dict]) -> None:
+    print(f"\n{'input':42s} {'MB':>7s} {'s':>6s} {'worker MB':>9s} {'app MB':>7s}  outcome")
+    for r in rows:
+        worker = f"{r['worker_peak_mb']:9.0f}" if r["worker_peak_mb"] else f"{'-':>9s}"
+        print(f"{r['input']!r:42s} {r['mb']:7.1f} {r['seconds']:6.1f} {worker} {r['app_rss_mb']:7.0f}  {r['outcome'][:110]}")
+    print("store and indexes consistent after every input:", all(r["consistent"] for r in rows))
+
+
 def run_bench(args) -> int:
     from .providers.minilm import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
+    if args.inputs:
+        rows = bench_inputs(embedder)
+        print_inputs(rows)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                                 "onnx_threads": os.cpu_count()}, "when": utcnow()}
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}")

@@ -11,7 +11,7 @@ import pytest
 
 from echomind.errors import EmptyDocument, FileTooLarge, NoExtractableText, UnsafeArchive, UnsupportedFileType
 from echomind.settings import RetrievalSettings
-from hostile_files import csv_rows, pdf_with_pages, prose, zip_bomb
+from echomind.bench_inputs import csv_rows, pdf_with_pages, prose, zip_bomb
 
 from conftest import doc
 

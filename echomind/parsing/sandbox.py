@@ -93,6 +93,14 @@ class ParserProcess:
         with self._lock:
             self._kill()
 
+    def peak_memory_mb(self) -> float | None:
+        """The worker's peak resident memory so far (Linux), for the bench."""
+        try:
+            status = open(f"/proc/{self._proc.pid}/status").read()
+        except (AttributeError, OSError):
+            return None
+        return int(status.split("VmHWM:")[1].split()[0]) / 1024
+
 
 def _serve(memory_mb: int) -> None:
     """Worker loop: read a request, parse, answer ("ok", doc) or ("error", EchoMindError)."""

@@ -1,11 +1,12 @@
-"""Generated hostile and huge inputs for the bad-input tests and the bench: nothing here is mocked,
-each is a real file of its kind."""
+"""Generated hostile and huge inputs for `bench --inputs` and the bad-input tests: real files of their
+kind (a hand-written PDF, OOXML-shaped zip bombs, CSVs, prose), not mocks."""
 
 from __future__ import annotations
 
 import io
 import random
 import zipfile
+from typing import Callable
 
 WORDS = ("the report describes how the river flooded the valley in spring and how the town rebuilt its bridge "
          "with help from volunteers who carried stone and timber for many weeks").split()
@@ -72,3 +73,21 @@ def csv_rows(rows: int) -> bytes:
     lines = ["id,city,amount,note"]
     lines += [f"{i},City {i % 977},{i * 7 % 10000}.{i % 100:02d},order {i} shipped" for i in range(rows)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def hostile_inputs() -> list[tuple[str, Callable[[], bytes]]]:
+    """(file name, bytes factory) for every hostile or huge input the bench times."""
+    import base64
+    import os
+    import sys
+
+    return [
+        ("bomb.docx", lambda: zip_bomb("docx")), ("bomb.pptx", lambda: zip_bomb("pptx")), ("bomb.xlsx", lambda: zip_bomb("xlsx")),
+        ("upload-500mb.pdf", lambda: b"%PDF-1.7\n" + bytes(500 * 2**20)),
+        ("program.txt", lambda: open(sys.executable, "rb").read()[:2_000_000]), ("noise.pdf", lambda: os.urandom(300_000)),
+        ("empty.txt", lambda: b""), ("blank.md", lambda: b" \n\t\n"), ("latin1.txt", lambda: "Crème brûlée à Noël. ".encode("cp1252") * 50),
+        ("../../traversal.txt", lambda: b"Path traversal attempt in the name."), ("bell\x07\x1b.txt", lambda: b"Control characters in the name."),
+        ("n" * 300 + ".txt", lambda: b"A very long name."), ("base64.txt", lambda: base64.b64encode(os.urandom(3 * 2**20))),
+        ("one-line-5mb.txt", lambda: prose(5 * 2**20).encode()), ("rows-1m.csv", lambda: csv_rows(1_000_000)),
+        ("pages-2000.pdf", lambda: pdf_with_pages(2000)),
+    ]
