@@ -1,11 +1,13 @@
 """EchoMind: entry script. Shared state and the sidebar knobs, then the page navigation."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from echomind.ui.sidebar import knobs
 from echomind.ui.state import get_engine
 
-st.set_page_config(page_title="EchoMind", page_icon=":material/graphic_eq:", layout="wide")
+st.set_page_config(page_title="EchoMind", page_icon=str(Path(__file__).with_name("assets") / "icon.png"), layout="wide")
 engine = get_engine()
 pages = [
     st.Page("views/chat.py", title="Chat", icon=":material/chat:", default=True),

@@ -39,7 +39,7 @@ def truncate_words(text: str, limit: int) -> str:
 
 def compress(llm: LLM, question: str, text: str, timeout_s: float) -> str:
     try:
-        output = complete(llm, [{"role": "user", "content": prompts.COMPRESS.format(question=question, passage=text)}],
+        output = complete(llm, [{"role": "user", "content": prompts.COMPRESS.format(question=question, passage=prompts.quoted(text))}],
                           max_tokens=min(400, len(text) // 3 + 20), timeout_s=timeout_s)
     except Exception:
         return text

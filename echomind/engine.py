@@ -22,7 +22,7 @@ from .index.sparse import SparseIndex
 from .parsing import Limits
 from .parsing.sandbox import ParserProcess
 from .prompts import TAGS as TAGS_PROMPT
-from .prompts import keyword_tags, parse_tags
+from .prompts import keyword_tags, parse_tags, quoted
 from .providers import Embedder, make_embedder
 from .providers.llm import LLM, complete, make_llm
 from .retrieval import Retrieval, retrieve
@@ -48,6 +48,8 @@ class Engine(IngestMixin):
         self.limits = self._limits()
         self._write = threading.RLock()
         self.notices: list[str] = []
+        if self.config.data_dir.stat().st_mode & 0o077:
+            self.notices.append(f"{self.config.data_dir} can be read by other users of this computer; `chmod 700` it to keep your documents private.")
         self._reembed_if_model_changed()
         self._remove_orphan_files()
         self.dense, self.sparse = self._load_or_rebuild()
@@ -98,7 +100,7 @@ class Engine(IngestMixin):
         """3-6 topic tags from the LLM, or the most frequent content words without one."""
         if self.llm is not None:
             try:
-                tags = parse_tags(complete(self.llm, [{"role": "user", "content": TAGS_PROMPT.format(text=text[:3000])}], max_tokens=40,
+                tags = parse_tags(complete(self.llm, [{"role": "user", "content": TAGS_PROMPT.format(text=quoted(text[:3000]))}], max_tokens=40,
                                            timeout_s=self.config.llm_timeout_s))
                 if len(tags) >= 3:
                     return tags[:6]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 import uuid
@@ -17,6 +16,7 @@ import numpy as np
 from .chunking import chunk_segments
 from .errors import FileTooLarge, NotFound
 from .parsing import ParsedDocument, Segment, check_size
+from .private_files import write_private
 from .store import utcnow
 
 Progress = Callable[[str, float], None]
@@ -83,11 +83,7 @@ class IngestMixin:
         """The uploaded file itself, owner-only, so a document can be re-indexed later. Written before
         the document's transaction: a committed document always has its original; a file left by a
         crash before the commit belongs to no document and is removed at the next start."""
-        path = self.files_dir / doc_id
-        tmp = path.with_suffix(".tmp")
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-            f.write(data)
-        tmp.replace(path)
+        write_private(self.files_dir / doc_id, data)
 
     def _remove_orphan_files(self) -> int:
         """Originals (and half-written temp files) that no committed document owns."""

@@ -223,7 +223,7 @@ def _rerank(llm: LLM, question: str, hits: list[Hit], settings: RetrievalSetting
     candidates = hits[: settings.rerank_candidates]
     passages = "\n\n".join(f"[{i}] {' '.join(h.text.split())[:500]}" for i, h in enumerate(candidates, 1))
     try:
-        output = complete(llm, [{"role": "user", "content": prompts.RERANK.format(question=question, passages=passages)}],
+        output = complete(llm, [{"role": "user", "content": prompts.RERANK.format(question=question, passages=prompts.quoted(passages))}],
                           max_tokens=8 * len(candidates) + 20, timeout_s=timeout_s)
         scores = prompts.parse_scores(output, len(candidates))
     except Exception as exc:

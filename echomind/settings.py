@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .private_files import write_private
+
 
 def default_data_dir() -> Path:
     """Per-user data directory (XDG on Linux); ECHOMIND_DATA_DIR overrides it."""
@@ -97,10 +99,7 @@ class AppConfig:
     def save(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.data_dir / "settings.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({k: getattr(self, k) for k in self.PERSISTED}, indent=2))
-        tmp.chmod(0o600)
-        tmp.replace(path)
+        write_private(path, json.dumps({k: getattr(self, k) for k in self.PERSISTED}, indent=2).encode())
 
     @property
     def db_path(self) -> Path:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .chunking import Chunk
 from .chunking.models import with_context
+from .private_files import open_private
 
 
 def utcnow() -> str:
@@ -110,6 +111,8 @@ class Store:
         self.path = Path(path)
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                open_private(self.path).close()  # SQLite gives its -wal and -shm files the database's mode
         self._lock = threading.RLock()
         self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self.conn.row_factory = sqlite3.Row
@@ -117,7 +120,7 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         if str(path) != ":memory:":
-            os.chmod(self.path, 0o600)
+            os.chmod(self.path, 0o600)  # also a database created by an older version
         self.migrate()
 
     # -- transactions -------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from conftest import DOCS, ROOT
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "test-artifacts"
+SERVER: dict = {}  # data dir, port and log file of the running app
+REQUESTS: list[str] = []  # every URL the browser fetched
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed (.ci/run installs it)")
 
 
@@ -32,8 +34,10 @@ def app(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "ECHOMIND_DATA_DIR": str(data)}
+    SERVER["data"], SERVER["port"], SERVER["log"] = data, port, data.parent / "server.log"
+    log = open(SERVER["log"], "wb")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port), "--server.headless", "true"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://localhost:{port}"
     for _ in range(120):
         try:
@@ -43,10 +47,11 @@ def app(tmp_path_factory):
             time.sleep(0.5)
     else:
         proc.kill()
-        raise RuntimeError(proc.stdout.read().decode()[-2000:])
+        raise RuntimeError(SERVER["log"].read_text()[-2000:])
     yield base
     proc.terminate()
     proc.wait(timeout=30)
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +63,20 @@ def page(app):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(180_000)
+        page.on("request", lambda request: REQUESTS.append(request.url))
         yield page
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def second_page(page):
+    """Another browser context: a second, independent Streamlit session (another tab or window)."""
+    other = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = other.new_page()
+    tab.set_default_timeout(180_000)
+    tab.on("request", lambda request: REQUESTS.append(request.url))
+    yield tab
+    other.close()
 
 
 def settle(page):
@@ -153,3 +170,81 @@ def test_the_whole_flow_in_a_browser(app, page):
     settle(page)
     assert "Language model" in page.content()
     shot(page, "07-settings")
+
+
+def submit_upload(page, app, name: str) -> None:
+    page.goto(app + "/upload")
+    settle(page)
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(DOCS / name))
+    page.get_by_role("button", name="Add to library").click()
+
+
+def send(page, question: str) -> int:
+    before = page.locator("[data-testid=stChatMessage]").count()
+    box = page.get_by_placeholder("Ask about your documents and voice notes")
+    box.fill(question)
+    box.press("Enter")
+    return before
+
+
+def test_two_sessions_upload_and_chat_at_once(app, page, second_page):
+    """Both sessions write at the same moment (ingest + ingest, then chat + ingest + chat): no
+    'database is locked', nothing lost."""
+    submit_upload(page, app, "docx_handbook-1p.docx")
+    submit_upload(second_page, app, "pptx_table.pptx")
+    for tab, name in ((page, "docx_handbook-1p.docx"), (second_page, "pptx_table.pptx")):
+        tab.get_by_text(re.compile(re.escape(name) + r": indexed, \d+ chunks")).first.wait_for()
+    page.goto(app + "/")
+    settle(page)
+    second_page.goto(app + "/")
+    settle(second_page)
+    first_before = send(page, "What does the handbook cover?")
+    submit_upload(second_page, app, "pdf_crazyones.pdf")  # an ingest while the other session answers
+    second_page.get_by_text(re.compile(r"pdf_crazyones\.pdf: indexed, \d+ chunks")).first.wait_for()
+    second_page.goto(app + "/")
+    settle(second_page)
+    second_before = send(second_page, "Who are the crazy ones?")
+    for tab, before in ((page, first_before), (second_page, second_before)):
+        tab.wait_for_function(f"() => document.querySelectorAll('[data-testid=stChatMessage]').length >= {before + 2}")
+        settle(tab)
+    shot(page, "08-session-a")
+    shot(second_page, "09-session-b")
+    for tab in (page, second_page):
+        assert "database is locked" not in tab.content() and "Traceback" not in tab.content()
+    assert "database is locked" not in SERVER["log"].read_text(errors="replace")
+
+    from echomind.settings import AppConfig
+    from echomind.store import Store
+
+    store = Store(AppConfig(data_dir=SERVER["data"]).db_path)
+    names = {r["filename"] for r in store.query("SELECT filename FROM documents")}
+    questions = [r["content"] for r in store.query("SELECT content FROM messages WHERE role = 'user'")]
+    answers = store.query("SELECT COUNT(*) FROM messages WHERE role = 'assistant'")[0][0]
+    store.close()
+    assert {"docx_handbook-1p.docx", "pptx_table.pptx", "pdf_crazyones.pdf"} <= names
+    assert "What does the handbook cover?" in questions and "Who are the crazy ones?" in questions
+    assert answers == len(questions)
+
+
+def test_private_by_default(app):
+    """Runs after the flows above: the browser fetched nothing but the local app, the server listens
+    on the loopback interface only, and its log holds no document text."""
+    from urllib.parse import urlparse
+
+    hosts = {urlparse(url).hostname for url in REQUESTS if not url.startswith(("data:", "blob:", "about:"))}
+    assert REQUESTS and hosts <= {"localhost", "127.0.0.1"}, [u for u in REQUESTS if "localhost" not in u]
+    port = f"{SERVER['port']:04X}"
+    listening = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).read().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and local.endswith(":" + port):
+                listening.append(local.split(":")[0])
+    loopback = {"0100007F", "00000000000000000000000001000000"}
+    assert listening and set(listening) <= loopback, listening
+    from pypdf import PdfReader
+
+    log = SERVER["log"].read_text(errors="replace")
+    text = " ".join(page.extract_text() for page in PdfReader(DOCS / "pdf_multi-column-2p.pdf").pages).split()
+    phrases = [" ".join(text[i : i + 6]) for i in range(0, len(text) - 6, 40)]
+    assert phrases and not [p for p in phrases if p in log]

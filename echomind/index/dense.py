@@ -10,6 +10,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from ..private_files import open_private, write_private
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -75,9 +77,10 @@ class DenseIndex:
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
         with self._lock:
+            open_private(tmp).close()  # created owner-only; FAISS writes into it
             faiss.write_index(self.index, str(tmp))
             tmp.replace(path)
-            path.with_suffix(".json").write_text(json.dumps({"generation": self.generation, "dim": self.dim}))
+            write_private(path.with_suffix(".json"), json.dumps({"generation": self.generation, "dim": self.dim}).encode())
 
     @classmethod
     def load(cls, path: Path) -> "DenseIndex":

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..private_files import open_private
 from .analyzers import get_analyzer
 
 
@@ -181,7 +182,7 @@ class SparseIndex:
     # -- persistence ----------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
-        with self._lock, open(tmp, "wb") as f:
+        with self._lock, open_private(tmp) as f:
             state = {k: v for k, v in self.__dict__.items() if k not in ("_lock", "analyze")}
             pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(path)
