@@ -82,6 +82,11 @@ class Answer:
             notice = f"\n\n⚠️ {exc} Your question is saved; try again or switch the model in Settings."
             parts.append(notice)
             yield notice
+        if self.path == "rag" and not self.error and prompts.echoes_prompt("".join(parts)):
+            fallback = extractive_answer(self.question, self.retrieval.standalone, self.blocks)
+            notice = "\n\n⚠️ The model repeated the prompt instead of answering; here are the closest passages.\n\n"
+            yield notice + fallback
+            parts = [notice.strip() + "\n\n" + fallback]
         self.timings_ms["first_token"] = first if first is not None else (time.perf_counter() - t) * 1000
         self.timings_ms["generation"] = (time.perf_counter() - t) * 1000
         self.text = "".join(parts).strip()

@@ -40,6 +40,13 @@ def rag_user_message(question: str, context: str, summary: str = "") -> str:
     return f"{head}Context:\n<documents>\n{quoted(context)}\n</documents>\n\nQuestion: {question}\n{ANSWER_CUE}"
 
 
+def echoes_prompt(answer: str) -> bool:
+    """Tiny models sometimes repeat the end of the prompt ("Question: ... Answer in one or two
+    sentences ...") instead of answering; seen with SmolLM2-135M on about 1 question in 8."""
+    text = answer.strip()
+    return text.startswith("Question:") or ANSWER_CUE[:40] in text
+
+
 CONDENSE = (
     "Rewrite the follow-up question so it can be understood without the conversation. Keep its meaning; name what "
     "'it', 'that' or 'they' refer to. Reply with the rewritten question only.\n\nConversation:\n{history}\n\n"

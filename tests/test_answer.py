@@ -229,3 +229,11 @@ def test_transcripts_store_tags_and_legacy_fields(make_engine):
     engine.use_llm(llm=None)
     plain = engine.transcripts.add("Budget meeting: the budget for the kitchen budget is fixed; kitchen tiles next week.", generate_tags=True)
     assert plain["tags"][:2] == ["budget", "kitchen"]
+
+
+def test_an_answer_that_repeats_the_prompt_is_replaced_by_cited_passages(shop):
+    shop.use_llm(llm=ScriptedLLM([("Answer in one or two sentences", "Question: How much does the Aurora X2 cost?\nAnswer in one or two sentences, citing blocks like [1]:")]))
+    chat = shop.chats.create()
+    answer = shop.ask(chat, "How much does the Aurora X2 cost?").complete()
+    assert answer.text.startswith("⚠️ The model repeated the prompt") and "499" in answer.text and answer.citations[0].cited
+    assert shop.chats.messages(chat)[-1]["content"] == answer.text

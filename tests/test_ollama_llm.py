@@ -80,3 +80,37 @@ def test_a_whole_turn_on_ollama_and_a_death_mid_answer_keeps_the_question(make_e
         assert broken.error and "Your question is saved" in broken.text
         assert [m["role"] for m in engine.chats.messages(chat)] == ["user", "assistant", "user", "assistant"]
         assert engine.chats.messages(chat)[2]["content"] == "How much is the Aurora X2 exactly?"
+
+
+def test_garbage_and_slowness_in_every_llm_step_fall_back_sanely(make_engine):
+    """Over the wire: expansion, rerank and tags get nonsense where lines, numbers or a list are
+    expected; then the server turns slow. Answers still come, the fused order stays, tags fall back
+    to keywords, and every question is kept."""
+    def reply(prompt: str) -> str:
+        if "Answer in one or two sentences" in prompt:
+            return "The Aurora X2 costs 499 euros [1]."
+        return "{{{ ☃ NaN !!! <html>"  # expansion, rerank scores, tags, summary
+
+    from echomind.settings import RetrievalSettings
+
+    with FakeOllama(reply=reply) as server:
+        engine = make_engine(llm=OllamaLLM(server.host, "llama3.2", timeout_s=1.0))
+        engine.ingest_bytes("aurora.txt", AURORA)
+        engine.ingest_text("kettle.txt", "The Boreal kettle boils a litre of water in three minutes.")
+        chat = engine.chats.create()
+        plain = engine.search("How much is the Aurora X2?").hits
+        settings = RetrievalSettings(query_expansion=True, rerank=True)
+        answer = engine.ask(chat, "How much is the Aurora X2?", settings).complete()
+        assert answer.text == "The Aurora X2 costs 499 euros [1]." and not answer.error
+        retrieval = answer.retrieval
+        assert retrieval.queries[0] == "How much is the Aurora X2?" and all(len(q) < 200 for q in retrieval.queries)
+        assert "could not be read; the fused order is kept" in " ".join(retrieval.warnings)
+        assert [h.chunk_id for h in retrieval.hits][:1] == [h.chunk_id for h in plain][:1]
+        tags = engine.suggest_tags("Voice note: descale the Aurora espresso machine every month, the Aurora pump needs it.")
+        assert "aurora" in tags and not any("{" in t or "☃" in t for t in tags)
+
+        server.chat_mode, server.delay_s = "slow", 3
+        slow = engine.ask(chat, "How much is the Aurora X2 with the pump?", settings).complete()
+        assert slow.error and "Your question is saved" in slow.text
+        assert "Rerank failed" in " ".join(slow.retrieval.warnings)
+        assert [m["content"] for m in engine.chats.messages(chat) if m["role"] == "user"] == ["How much is the Aurora X2?", "How much is the Aurora X2 with the pump?"]
