@@ -63,7 +63,7 @@ def cmd_eval(args) -> int:
     data_dir = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="echomind-eval-"))
     engine = Engine(AppConfig(data_dir=data_dir, bm25_variant=args.bm25, llm_backend=args.llm))
     t = time.perf_counter()
-    base = RetrievalSettings(dense_weight=args.dense_weight, sparse_weight=args.sparse_weight)
+    base = RetrievalSettings(dense_weight=args.dense_weight, sparse_weight=args.sparse_weight, k_per_query=args.k_per_query, top_k=args.top_k)
     if args.pipeline:
         return _eval_pipeline(args, engine, beir, base, t)
     results = evaluate(engine, beir, base, args.modes.split(","), progress=_progress)
@@ -71,10 +71,10 @@ def cmd_eval(args) -> int:
     counts = engine.store.counts()
     print(f"{beir.name} ({args.split}): {len(beir.queries)} queries, {len(beir.corpus)} documents -> {counts['searchable_chunks']} searchable chunks")
     print(f"settings: embedder {engine.embedder.id}; BM25 {args.bm25}; RRF K={base.rrf_k}, dense {base.dense_weight} / sparse {base.sparse_weight}; "
-          f"k per query 400; document rank = best chunk; store {data_dir}")
-    print(f"{'mode':8s} {'nDCG@10':>8s} {'R@10':>7s} {'R@100':>7s} {'MRR@10':>7s} {'p50 ms':>7s} {'p95 ms':>7s}")
+          f"k per query {base.k_per_query}; top-k {base.top_k}; document rank = best chunk; store {data_dir}")
+    print(f"{'mode':8s} {'nDCG@10':>8s} {'R@k':>7s} {'R@10':>7s} {'R@100':>7s} {'MRR@10':>7s} {'p50 ms':>7s} {'p95 ms':>7s}")
     for mode, m in results.items():
-        print(f"{mode:8s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['Recall@100']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+        print(f"{mode:8s} {m['nDCG@10']:8.4f} {m['Recall@k']:7.4f} {m['Recall@10']:7.4f} {m['Recall@100']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
     return _finish(args, engine, results, t)
 
 
@@ -99,7 +99,7 @@ def _eval_pipeline(args, engine, beir, base, started: float) -> int:
     print(f"{beir.name} ({args.split}): {len(beir.queries)} queries through the full retrieval pipeline; LLM: {engine.llm.name if engine.llm else 'none'}")
     print(f"{'variant':18s} {'nDCG@10':>8s} {'R@10':>7s} {'MRR@10':>7s} {'p50 ms':>8s}  mean ms per stage")
     for name, m in results.items():
-        stages = "  ".join(f"{k[:-3]} {v:.0f}" for k, v in m.items() if k.endswith("_ms") and k != "p50_ms")
+        stages = "  ".join(f"{k[:-3]} {v:.0f}" for k, v in m.items() if k.endswith("_ms") and k not in ("p50_ms", "p95_ms"))
         print(f"{name:18s} {m['nDCG@10']:8.4f} {m['Recall@10']:7.4f} {m['MRR@10']:7.4f} {m['p50_ms']:8.0f}  {stages}")
     return _finish(args, engine, results, started)
 
@@ -155,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", help="keep the ingested corpus here and reuse it on the next run")
     p.add_argument("--limit", type=int, default=0, help="only the first N queries")
     p.add_argument("--dense-weight", type=float, default=0.6)
+    p.add_argument("--k-per-query", type=int, default=400, help="candidates per ranked list (the Chat's default is 20)")
+    p.add_argument("--top-k", type=int, default=5, help="chunks in context, for Recall@k")
     p.add_argument("--sparse-weight", type=float, default=0.4)
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--pipeline", help="compare the full pipeline: plain,expansion,rerank,expansion+rerank or all (uses the LLM)")

@@ -18,6 +18,7 @@ from .chats import ChatLog
 from .errors import NotFound
 from .ingest import IngestMixin, IngestResult, safe_filename  # noqa: F401 (re-exported)
 from .index.dense import DenseIndex
+from .lab import Lab
 from .index.sparse import SparseIndex
 from .parsing import Limits
 from .parsing.sandbox import ParserProcess
@@ -55,6 +56,7 @@ class Engine(IngestMixin):
         self.dense, self.sparse = self._load_or_rebuild()
         self.chats = ChatLog(self.store)
         self.transcripts = TranscriptBook(self)
+        self.lab = Lab(self)
         atexit.register(self.close)
 
     def _limits(self) -> Limits:

@@ -1,7 +1,7 @@
 """BEIR-format evaluation: nDCG@10, Recall@10/100 and MRR@10 for BM25-only, dense-only and hybrid.
 
 The corpus goes through the product's own path (chunking, embedding, store, indexes); a document's
-rank is the rank of its best chunk. The same code serves the CLI ``eval`` and, later, the Lab page.
+rank is the rank of its best chunk. ``run_questions`` serves the CLI ``eval`` and the Lab page alike.
 """
 
 from __future__ import annotations
@@ -84,6 +84,68 @@ def score_run(run: dict[str, list[str]], qrels: Qrels) -> dict[str, float]:
 
 
 # -- running --------------------------------------------------------------------------------------
+@dataclass
+class Question:
+    """A test question and what should be found: keys ``doc:<doc_id>`` or ``chunk:<chunk_id>`` with a
+    grade (1 = relevant; higher = more relevant, as BEIR qrels). Chunk keys make a chunk-level question."""
+
+    qid: str
+    text: str
+    expected: dict[str, int]
+
+    @property
+    def level(self) -> str:
+        return "chunk" if any(k.startswith("chunk:") for k in self.expected) else "doc"
+
+
+def ranked_keys(hits, level: str) -> list[str]:
+    """The run's ranking at the question's level: a document ranks where its best chunk ranks."""
+    keys = [f"chunk:{h.chunk_id}" if level == "chunk" else f"doc:{h.doc_id}" for h in hits]
+    return list(dict.fromkeys(keys))
+
+
+def run_questions(engine, questions: list[Question], settings: RetrievalSettings, depth: int = 100, progress=None) -> dict:
+    """Every question through the product's retrieval (``engine.retrieve``, the Chat's own path with
+    these knobs) and scored: the Lab page and the CLI ``eval`` both call this.
+
+    Metrics per question and their means: nDCG@10, MRR@10, Recall@10 and @100 over the ranking (as
+    BEIR), and Recall@k *in context*: expected items among the first ``top_k`` hits that pass the
+    relevance threshold, i.e. what the Chat would hand to the model. Deep rankings are fetched with
+    ``top_k`` raised to 4 x depth; the in-context cut uses the knob's own ``top_k``."""
+    deep = settings.replace(top_k=max(settings.top_k, 4 * depth))
+    rows, latencies, stages = [], [], {}
+    for n, q in enumerate(questions):
+        if progress:
+            progress(q.text, n / max(1, len(questions)))
+        t = time.perf_counter()
+        retrieval = engine.retrieve(q.text, deep)
+        latencies.append((time.perf_counter() - t) * 1000)
+        for stage, ms in retrieval.timings_ms.items():
+            stages.setdefault(stage, []).append(ms)
+        ranked = ranked_keys(retrieval.hits, q.level)[:depth]
+        context = ranked_keys([h for h in retrieval.hits if h.trace.get("passed_threshold")][: settings.top_k], q.level)
+        found = {key: ranked.index(key) + 1 if key in ranked else None for key in q.expected}
+        first = min((r for r in found.values() if r), default=None)
+        rows.append({
+            "qid": q.qid, "question": q.text, "level": q.level, "expected": found,
+            "in_context": [k for k in q.expected if k in context],
+            "outranked_by": ranked[: (first or 11) - 1][:10],  # what came before the first expected item
+            "nDCG@10": ndcg_at_k(ranked, q.expected), "MRR@10": mrr_at_k(ranked, q.expected),
+            "Recall@10": recall_at_k(ranked, q.expected, 10), "Recall@100": recall_at_k(ranked, q.expected, 100),
+            "Recall@k": len(set(context) & set(q.expected)) / len(q.expected) if q.expected else 0.0,
+            "latency_ms": latencies[-1], "warnings": retrieval.warnings,
+        })
+    names = ("nDCG@10", "MRR@10", "Recall@k", "Recall@10", "Recall@100")
+    metrics = {m: float(np.mean([r[m] for r in rows])) if rows else 0.0 for m in names}
+    metrics |= {"p50_ms": _pct(latencies, 50), "p95_ms": _pct(latencies, 95), "questions": len(rows), "k": settings.top_k}
+    metrics |= {f"{stage}_ms": float(np.mean(v)) for stage, v in stages.items()}  # mean per stage
+    return {"metrics": metrics, "questions": rows}
+
+
+def _pct(values: list[float], p: float) -> float:
+    return float(np.percentile(values, p)) if values else 0.0
+
+
 MODES = {
     "bm25": {"dense_weight": 0.0, "sparse_weight": 1.0},
     "dense": {"dense_weight": 1.0, "sparse_weight": 0.0},
@@ -103,36 +165,17 @@ def ingest_corpus(engine, beir: BeirSet, progress=None) -> dict[str, str]:
     return mapping
 
 
-def run_queries(engine, beir: BeirSet, doc_map: dict[str, str], settings: RetrievalSettings, depth: int = 100) -> tuple[dict[str, list[str]], list[float]]:
-    run: dict[str, list[str]] = {}
-    latencies = []
-    for qid, text in beir.queries.items():
-        t = time.perf_counter()
-        result = engine.search(text, settings)
-        latencies.append((time.perf_counter() - t) * 1000)
-        ranked: list[str] = []
-        seen = set()
-        for hit in result.hits:
-            cid = doc_map.get(hit.doc_id)
-            if cid is not None and cid not in seen:
-                seen.add(cid)
-                ranked.append(cid)
-                if len(ranked) >= depth:
-                    break
-        run[qid] = ranked
-    return run, latencies
+def beir_questions(beir: BeirSet, doc_map: dict[str, str]) -> list[Question]:
+    """BEIR qrels in the library's terms: corpus ids become the ids of the ingested documents."""
+    by_cid = {cid: doc_id for doc_id, cid in doc_map.items()}
+    return [Question(qid, text, {f"doc:{by_cid.get(cid, 'missing-' + cid)}": grade for cid, grade in beir.qrels.get(qid, {}).items()})
+            for qid, text in beir.queries.items() if beir.qrels.get(qid)]
 
 
 def evaluate(engine, beir: BeirSet, base: RetrievalSettings | None = None, modes: list[str] | None = None, progress=None) -> dict[str, dict[str, float]]:
-    doc_map = ingest_corpus(engine, beir, progress)
+    questions = beir_questions(beir, ingest_corpus(engine, beir, progress))
     base = base or RetrievalSettings()
-    base = base.replace(top_k=max(base.top_k, 400), k_per_query=max(base.k_per_query, 400))
-    results = {}
-    for mode in modes or list(MODES):
-        settings = base.replace(**MODES[mode])
-        run, latencies = run_queries(engine, beir, doc_map, settings)
-        results[mode] = score_run(run, beir.qrels) | {"p50_ms": float(np.percentile(latencies, 50)), "p95_ms": float(np.percentile(latencies, 95))}
-    return results
+    return {mode: run_questions(engine, questions, base.replace(**MODES[mode]))["metrics"] for mode in modes or list(MODES)}
 
 
 PIPELINE_VARIANTS = {
@@ -145,29 +188,12 @@ PIPELINE_VARIANTS = {
 
 def evaluate_pipeline(engine, beir: BeirSet, variants: list[str], base: RetrievalSettings | None = None, progress=None,
                       rerank_candidates: int = 10) -> dict[str, dict[str, float]]:
-    """The full retrieval pipeline (LLM expansion and rerank included) per variant: nDCG@10, R@10,
-    MRR@10 and the mean latency of each stage. With rerank only the reranked candidates are returned
-    (at least 10, enough for the @10 metrics); Recall@100 is left out."""
-    doc_map = ingest_corpus(engine, beir, progress)
-    base = (base or RetrievalSettings()).replace(top_k=100, k_per_query=100, rerank_candidates=rerank_candidates,
-                                                 rerank_top_n=rerank_candidates, relevance_threshold=0.0)
+    """The LLM steps on and off. With rerank only the reranked candidates are returned (at least 10,
+    enough for the @10 metrics), so Recall@100 is left out."""
+    questions = beir_questions(beir, ingest_corpus(engine, beir, progress))
+    base = (base or RetrievalSettings()).replace(rerank_candidates=rerank_candidates, rerank_top_n=rerank_candidates)
     results = {}
     for name in variants:
-        settings = base.replace(**PIPELINE_VARIANTS[name])
-        run: dict[str, list[str]] = {}
-        stages: dict[str, list[float]] = {}
-        totals = []
-        for n, (qid, text) in enumerate(beir.queries.items()):
-            if progress:
-                progress(f"variant {name}", n / len(beir.queries))
-            t = time.perf_counter()
-            retrieval = engine.retrieve(text, settings)
-            totals.append((time.perf_counter() - t) * 1000)
-            for stage, ms in retrieval.timings_ms.items():
-                stages.setdefault(stage, []).append(ms)
-            ranked = list(dict.fromkeys(doc_map[h.doc_id] for h in retrieval.hits if h.doc_id in doc_map))
-            run[qid] = ranked
-        scores = score_run(run, beir.qrels)
-        results[name] = {k: v for k, v in scores.items() if k != "Recall@100"} | {"p50_ms": float(np.percentile(totals, 50))} | {
-            f"{stage}_ms": float(np.mean(v)) for stage, v in stages.items()}
+        run = run_questions(engine, questions, base.replace(**PIPELINE_VARIANTS[name]), progress=progress)
+        results[name] = {k: v for k, v in run["metrics"].items() if k != "Recall@100"}
     return results

@@ -96,6 +96,37 @@ MIGRATIONS: list[tuple[str, str]] = [
         "m002_chunk_count",
         "ALTER TABLE documents ADD COLUMN chunk_count INTEGER",
     ),
+    (
+        "m003_lab",
+        """
+        CREATE TABLE lab_sets (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'typed',
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE lab_questions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            set_id TEXT NOT NULL REFERENCES lab_sets(id) ON DELETE CASCADE,
+            qid TEXT NOT NULL,
+            text TEXT NOT NULL,
+            expected_json TEXT NOT NULL,
+            labels_json TEXT NOT NULL DEFAULT '{}',
+            UNIQUE(set_id, qid)
+        );
+        CREATE TABLE lab_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            set_id TEXT NOT NULL REFERENCES lab_sets(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            label TEXT NOT NULL,
+            sweep TEXT,
+            settings_json TEXT NOT NULL,
+            metrics_json TEXT NOT NULL,
+            questions_json TEXT NOT NULL
+        );
+        CREATE INDEX lab_runs_set ON lab_runs(set_id, id)
+        """,
+    ),
 ]
 
 
