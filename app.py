@@ -13,6 +13,7 @@ pages = [
     st.Page("views/chat.py", title="Chat", icon=":material/chat:", default=True),
     st.Page("views/upload.py", title="Upload", icon=":material/upload_file:"),
     st.Page("views/transcripts.py", title="Transcripts", icon=":material/mic:"),
+    st.Page("views/lab.py", title="Lab", icon=":material/science:"),
     st.Page("views/settings.py", title="Settings", icon=":material/settings:"),
 ]
 navigation = st.navigation(pages)

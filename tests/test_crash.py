@@ -54,7 +54,9 @@ class Run:
         return [line.split() for line in out.splitlines()]
 
     def finish(self) -> tuple[list[list[str]], float]:
-        out, _ = self.proc.communicate(timeout=600)
+        # not communicate(timeout=...): with a timeout it reads the pipe's fd and skips what readline() buffered
+        self.proc.wait(timeout=600)
+        out = self.proc.stdout.read()
         assert self.proc.returncode == 0, self.errors()
         steps = [line.split() for line in out.splitlines()]
         assert steps[-1] == ["done"]

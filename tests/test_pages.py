@@ -94,3 +94,36 @@ def test_streamlit_config_keeps_the_app_private():
     config = (ROOT / ".streamlit" / "config.toml").read_text()
     assert 'address = "localhost"' in config and "gatherUsageStats = false" in config
     assert "maxUploadSize = 200" in config and AppConfig().max_upload_mb == 200
+
+
+def test_lab_from_inspector_pick_to_run_sweep_and_compare(data_dir):
+    engine = get_engine()
+    engine.ingest_bytes("linn.txt", doc("groundtruth_linn.txt"))
+    engine.ingest_bytes("crazyones.pdf", doc("pdf_crazyones.pdf"))
+    chat = page("chat").run()
+    chat.chat_input[0].set_value("How many tracks does the LinnSequencer record?").run()
+    picks = [b for b in chat.button if b.label == "✓ answers it"]
+    assert picks
+    picks[0].click().run()
+    assert not chat.exception
+    sets = engine.lab.sets()
+    assert [s["name"] for s in sets] == ["From chat"] and sets[0]["questions"] == 1
+    question = engine.lab.question_rows(sets[0]["id"])[0]
+    assert question["question"] == "How many tracks does the LinnSequencer record?" and list(question["expected"])[0].startswith("chunk:")
+
+    lab = page("lab")
+    lab.session_state["lab_set"] = sets[0]["id"]
+    lab.run()
+    assert not lab.exception and "How many tracks" in lab.dataframe[0].value["question"][0]
+    next(b for b in lab.button if b.label == "Run with current knobs").click().run()
+    assert not lab.exception and engine.lab.runs(sets[0]["id"])
+    assert any(m.label == "MRR@10" for m in lab.metric)
+    knob = next(s for s in lab.selectbox if s.label == "Knob")
+    knob.set_value("top_k").run()
+    next(b for b in lab.button if b.label == "Run sweep").click().run()
+    assert not lab.exception
+    runs = engine.lab.runs(sets[0]["id"])
+    assert len(runs) == 1 + 5 and len({r["sweep"] for r in runs[1:]}) == 1
+    charts = lab.get("vega_lite_chart")
+    assert charts, "the sweep is plotted"
+    assert "Compare" in [t.label for t in lab.tabs] and not lab.exception

@@ -18,10 +18,10 @@ with st.session_state.get("sidebar_top", st.sidebar):
     if choice != chat_id:
         st.session_state["chat_id"] = chat_id = choice
     cols = st.columns(2)
-    if cols[0].button("New chat", use_container_width=True):
+    if cols[0].button("New chat", width="stretch"):
         st.session_state["chat_id"] = engine.chats.create()
         st.rerun()
-    if cols[1].button("Delete chat", use_container_width=True):
+    if cols[1].button("Delete chat", width="stretch"):
         engine.chats.delete(chat_id)
         st.session_state.pop("chat_id", None)
         st.rerun()
@@ -48,7 +48,7 @@ for message in engine.chats.messages(chat_id):
                 st.caption("No document was relevant to this question.")
             if settings.show_sources:
                 widgets.sources(meta)
-            widgets.inspector(meta)
+            widgets.inspector(meta, engine, key=str(message['id']))
 
 question = st.chat_input("Ask about your documents and voice notes")
 if question:

@@ -76,7 +76,7 @@ frame = pd.DataFrame([{
     "name": d["filename"], "type": d["filetype"], "doc type": d["doc_type"], "sensitivity": d["sensitivity"],
     "chunks": d["chunks"] - d["parents"], "parents": d["parents"], "size KB": round(d["size_bytes"] / 1024, 1), "added": d["created_at"][:16].replace("T", " "),
 } for d in documents])
-st.dataframe(frame, hide_index=True, use_container_width=True)
+st.dataframe(frame, hide_index=True, width="stretch")
 labels = {d["id"]: f"{d['filename']} · {d['created_at'][:10]}" for d in documents}
 chosen_ids = st.multiselect("Select documents", list(labels), format_func=labels.get, placeholder="Choose documents to delete or re-index")
 chosen = [d for d in documents if d["id"] in chosen_ids]
@@ -102,6 +102,6 @@ chunks = engine.document_chunks(doc_id)
 rows = [{"#": c["source"]["chunk_index"], "kind": "parent" if c["source"]["is_parent"] else ("child" if c["source"].get("parent_chunk_id") else "chunk"),
          "section": c["source"].get("section"), "page": c["source"].get("page"), "slide": c["source"].get("slide"), "row": c["source"].get("row"),
          "chars": len(c["text"]), "redacted": c["source"]["redacted"], "text": c["text"][:160]} for c in chunks]
-st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 index = st.number_input("Show chunk #", 0, max(0, len(chunks) - 1), 0)
 st.text(chunks[index]["text"] if chunks else "")

@@ -52,7 +52,7 @@ def knobs() -> RetrievalSettings:
         st.toggle("LLM compression", key=_key("compression"))
         st.toggle("Sentence dedupe", key=_key("dedupe_sentences"))
         st.toggle("Show sources", key=_key("show_sources"))
-    side.button("Reset to defaults", on_click=_reset, use_container_width=True)
+    side.button("Reset to defaults", on_click=_reset, width="stretch")
     values = {f.name: st.session_state[_key(f.name)] for f in dataclasses.fields(RetrievalSettings)}
     values["doc_ids"] = tuple(st.session_state.get("doc_filter", ()))
     try:

@@ -33,7 +33,20 @@ def sources(meta: dict[str, Any]) -> None:
         st.warning(f"The answer cites {', '.join(f'[{n}]' for n in meta['invalid_citations'])}, which point to no source.")
 
 
-def inspector(meta: dict[str, Any]) -> None:
+def pick_for_lab(engine, question: str, chunk_id: str) -> str:
+    """'This chunk answers it': into the Lab's current test set, else one called 'From chat'."""
+    lab = engine.lab
+    sets = {s["id"]: s["name"] for s in lab.sets()}
+    set_id = st.session_state.get("lab_set")
+    if set_id not in sets:
+        set_id = next((i for i, n in sets.items() if n == "From chat"), None) or lab.create_set("From chat", source="inspector")
+        st.session_state["lab_set"] = set_id
+    lab.add_question(set_id, question, {f"chunk:{chunk_id}": 1})
+    return lab.get_set(set_id)["name"]
+
+
+def inspector(meta: dict[str, Any], engine=None, key: str = "") -> None:
+    """``engine`` given: each ranked chunk gets a '✓ answers it' button that adds it to the Lab."""
     data = meta.get("inspector") or {}
     if "hits" not in data:
         return
@@ -46,11 +59,20 @@ def inspector(meta: dict[str, Any]) -> None:
             st.warning(warning)
         hits = data["hits"]
         if hits:
-            ranking = "  \n".join(f"#{h['rank']} {h['file']} {h['where']} · chunk {h['chunk']} · final {h['final']:.3f} · relevance {h['relevance']:.2f}"
-                                  + (" ✓" if h["passed"] else " ✗") for h in hits)
-            st.markdown(f"**Ranking**  \n{ranking}")
+            st.markdown("**Ranking**")
+            for h in hits:
+                line = (f"#{h['rank']} {h['file']} {h['where']} · chunk {h['chunk']} · final {h['final']:.3f} · relevance {h['relevance']:.2f}"
+                        + (" ✓" if h["passed"] else " ✗"))
+                if engine is None:
+                    st.markdown(line)
+                    continue
+                cols = st.columns([5, 1], vertical_alignment="center")
+                cols[0].markdown(line)
+                if cols[1].button("✓ answers it", key=f"pick-{key}-{h['chunk_id']}", help="Add this question and chunk to a Lab test set"):
+                    name = pick_for_lab(engine, data["standalone"], h["chunk_id"])
+                    st.toast(f"Added to the test set '{name}'")
             frame = pd.DataFrame([{k: v for k, v in h.items() if k not in ("text", "chunk_id")} for h in hits])
-            st.dataframe(frame, hide_index=True, use_container_width=True)
+            st.dataframe(frame, hide_index=True, width="stretch")
         if data.get("blocks"):
             st.markdown("**Context sent to the model**" + (f" ({data['dropped_blocks']} block(s) dropped to fit the window)" if data.get("dropped_blocks") else ""))
             for block in data["blocks"]:
