@@ -271,6 +271,41 @@ def test_lab_from_inspector_to_sweep_chart(app, page):
     shot(page, "12-lab-compare")
 
 
+def test_lab_beir_import_gives_the_cli_figures(app, page, tmp_path):
+    """A SciFact subset imported through the page and run with default knobs shows the figures the
+    CLI computes on the same library."""
+    from echomind.__main__ import main
+    from test_evaluation import write_subset
+
+    subset = write_subset(tmp_path / "scifact-mini", queries=12, corpus=120)
+    page.goto(app + "/lab")
+    settle(page)
+    page.get_by_role("button", name="Reset to defaults").click()
+    settle(page)
+    page.get_by_role("tab", name="Import / export").click()
+    page.get_by_label("Name").fill("scifact-mini")
+    uploaders = page.locator("[data-testid=stForm] [data-testid=stFileUploaderDropzoneInput]")
+    for i, name in enumerate(("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")):
+        uploaders.nth(i).set_input_files(str(subset / name))
+    page.get_by_role("button", name="Import BEIR set").click()
+    page.get_by_text("Imported 'scifact-mini': 12 questions.").wait_for()
+    settle(page)
+    page.get_by_role("tab", name="Run").click()
+    assert "Current knobs: defaults" in page.content()
+    page.get_by_role("button", name="Run with current knobs").click()
+    page.get_by_text("Per question", exact=True).wait_for()
+    settle(page)
+    shown = dict(zip(page.locator("[data-testid=stMetricLabel]").all_inner_texts(), page.locator("[data-testid=stMetricValue]").all_inner_texts()))
+    shot(page, "13-lab-beir-run")
+
+    library = tmp_path / "library-copy"
+    shutil.copytree(SERVER["data"], library)
+    out = tmp_path / "cli.json"
+    assert main(["eval", str(subset), "--modes", "hybrid", "--k-per-query", "20", "--store", str(library), "--json", str(out)]) == 0
+    cli = json.loads(out.read_text())["hybrid"]
+    assert shown["nDCG@10"] == f"{cli['nDCG@10']:.3f}" and shown["MRR@10"] == f"{cli['MRR@10']:.3f}" and shown["Recall@100"] == f"{cli['Recall@100']:.3f}"
+
+
 def test_private_by_default(app):
     """Runs after the flows above: the browser fetched nothing but the local app, the server listens
     on the loopback interface only, and its log holds no document text."""
