@@ -29,8 +29,9 @@ with st.session_state.get("sidebar_top", st.sidebar):
             st.rerun()
 
 st.title("Retrieval lab")
-if flash := st.session_state.pop("lab_flash", None):
-    st.success(flash)
+with st.container():  # always there, so the tabs below keep their place (and the open tab) across reruns
+    if flash := st.session_state.pop("lab_flash", None):
+        st.success(flash)
 st.caption("Measure retrieval on your own documents: questions with the chunks or documents that answer them, run with the "
            "knobs in the sidebar. Add questions here, from the Chat inspector (✓ answers it), or import a BEIR set.")
 set_id = st.session_state.get("lab_set") if sets else None
