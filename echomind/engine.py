@@ -18,8 +18,8 @@ from .chats import ChatLog
 from .errors import NotFound
 from .ingest import IngestMixin, IngestResult, safe_filename  # noqa: F401 (re-exported)
 from .index.dense import DenseIndex
-from .lab import Lab
 from .index.sparse import SparseIndex
+from .lab import Lab
 from .parsing import Limits
 from .parsing.sandbox import ParserProcess
 from .prompts import TAGS as TAGS_PROMPT
@@ -53,6 +53,7 @@ class Engine(IngestMixin):
             self.notices.append(f"{self.config.data_dir} can be read by other users of this computer; `chmod 700` it to keep your documents private.")
         self._reembed_if_model_changed()
         self._remove_orphan_files()
+        self._saved_generation: tuple[int, int] | None = None  # of the index files on disk
         self.dense, self.sparse = self._load_or_rebuild()
         self.chats = ChatLog(self.store)
         self.transcripts = TranscriptBook(self)
@@ -171,7 +172,7 @@ class Engine(IngestMixin):
         """Write the derived indexes if they changed since the last save (after a batch, on close):
         a start after a crash then loads them instead of rebuilding, unless writes came after."""
         with self._write:
-            if getattr(self, "_saved_generation", None) == (self.dense.generation, self.sparse.generation):
+            if self._saved_generation == (self.dense.generation, self.sparse.generation):
                 return False
             self.dense.save(self._dense_path)
             self.sparse.save(self._sparse_path)
