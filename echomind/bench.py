@@ -28,16 +28,12 @@ import numpy as np
 
 from .chunking import chunk_segments
 from .engine import Engine
-from .evaluation import document_text, load_beir
+from .evaluation import document_text, load_beir, percentile
 from .parsing import Segment
 from .settings import AppConfig, RetrievalSettings
 from .store import utcnow
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
-
-
-def _pct(values: list[float], p: float) -> float:
-    return float(np.percentile(values, p)) if values else float("nan")
 
 
 def _scifact_chunks(limit_docs: int | None = None) -> tuple[list[str], list[str]]:
@@ -143,10 +139,10 @@ def bench_size(embedder, size: int, texts: list[str], vectors: np.ndarray, queri
         del reference, corpus
         return {
             "chunks": size, "fill_s": fill_s, "queries": len(latencies),
-            "hybrid_p50_ms": _pct(latencies, 50), "hybrid_p95_ms": _pct(latencies, 95),
-            "embed_query_p50_ms": _pct(embed_ms, 50), "faiss_p50_ms": _pct(dense_ms, 50), "bm25_p50_ms": _pct(sparse_ms, 50),
-            "rank_bm25_query_p50_ms": _pct(rank_ms, 50), "rank_bm25_build_s": rank_build_s,
-            "add_one_doc_p50_ms": _pct(adds, 50), "startup_rebuild_s": rebuild_s, "startup_load_s": load_s,
+            "hybrid_p50_ms": percentile(latencies, 50), "hybrid_p95_ms": percentile(latencies, 95),
+            "embed_query_p50_ms": percentile(embed_ms, 50), "faiss_p50_ms": percentile(dense_ms, 50), "bm25_p50_ms": percentile(sparse_ms, 50),
+            "rank_bm25_query_p50_ms": percentile(rank_ms, 50), "rank_bm25_build_s": rank_build_s,
+            "add_one_doc_p50_ms": percentile(adds, 50), "startup_rebuild_s": rebuild_s, "startup_load_s": load_s,
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -137,12 +137,12 @@ def run_questions(engine, questions: list[Question], settings: RetrievalSettings
         })
     names = ("nDCG@10", "MRR@10", "Recall@k", "Recall@10", "Recall@100")
     metrics = {m: float(np.mean([r[m] for r in rows])) if rows else 0.0 for m in names}
-    metrics |= {"p50_ms": _pct(latencies, 50), "p95_ms": _pct(latencies, 95), "questions": len(rows), "k": settings.top_k}
+    metrics |= {"p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95), "questions": len(rows), "k": settings.top_k}
     metrics |= {f"{stage}_ms": float(np.mean(v)) for stage, v in stages.items()}  # mean per stage
     return {"metrics": metrics, "questions": rows}
 
 
-def _pct(values: list[float], p: float) -> float:
+def percentile(values: list[float], p: float) -> float:
     return float(np.percentile(values, p)) if values else 0.0
 
 
