@@ -127,3 +127,16 @@ def test_lab_from_inspector_pick_to_run_sweep_and_compare(data_dir):
     charts = lab.get("vega_lite_chart")
     assert charts, "the sweep is plotted"
     assert "Compare" in [t.label for t in lab.tabs] and not lab.exception
+
+
+def test_lab_page_deletes_a_test_set_but_not_the_documents(data_dir):
+    engine = get_engine()
+    result = engine.ingest_bytes("linn.txt", doc("groundtruth_linn.txt"))
+    keep, gone = engine.lab.create_set("Keep"), engine.lab.create_set("Gone")
+    engine.lab.add_question(gone, "How many tracks?", {f"doc:{result.doc_id}": 1})
+    lab = page("lab")
+    lab.session_state["lab_set"] = gone
+    lab.run()
+    next(b for b in lab.button if b.label == "Delete this test set").click().run()
+    assert not lab.exception and [s["id"] for s in engine.lab.sets()] == [keep]
+    assert engine.store.query("SELECT COUNT(*) FROM lab_questions")[0][0] == 0 and len(engine.documents()) == 1

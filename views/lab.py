@@ -22,6 +22,10 @@ with st.session_state.get("sidebar_top", st.sidebar):
         current = current if current in names else sets[0]["id"]
         current = st.selectbox("Test set", list(names), index=list(names).index(current), format_func=names.get, label_visibility="collapsed")
         st.session_state["lab_set"] = current
+        if st.button("Delete this test set", help="Its questions and runs go with it; the documents stay."):
+            lab.delete_set(current)
+            st.session_state.pop("lab_set", None)
+            st.rerun()
     with st.form("new-set", border=False, clear_on_submit=True):
         new_name = st.text_input("New test set")
         if st.form_submit_button("Create") and new_name.strip():
