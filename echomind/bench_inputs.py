@@ -3,8 +3,11 @@ kind (a hand-written PDF, OOXML-shaped zip bombs, CSVs, prose), not mocks."""
 
 from __future__ import annotations
 
+import base64
 import io
+import os
 import random
+import sys
 import zipfile
 from typing import Callable
 
@@ -77,10 +80,6 @@ def csv_rows(rows: int) -> bytes:
 
 def hostile_inputs() -> list[tuple[str, Callable[[], bytes]]]:
     """(file name, bytes factory) for every hostile or huge input the bench times."""
-    import base64
-    import os
-    import sys
-
     return [
         ("bomb.docx", lambda: zip_bomb("docx")), ("bomb.pptx", lambda: zip_bomb("pptx")), ("bomb.xlsx", lambda: zip_bomb("xlsx")),
         ("upload-500mb.pdf", lambda: b"%PDF-1.7\n" + bytes(500 * 2**20)),

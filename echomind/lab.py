@@ -161,6 +161,8 @@ class Lab:
         if not questions:
             raise EchoMindError("This test set has no questions yet: add some from the Chat inspector, type them, or import a BEIR set.")
         result = run_questions(self.engine, questions, settings, depth=depth, progress=progress)
+        for row in result["questions"]:  # named once here, not on every redraw of the page
+            row["labels"] = {k: self.describe(k) for k in row["outranked_by"][:3]}
         with self.store.atomic() as conn:
             cur = conn.execute(
                 "INSERT INTO lab_runs(set_id, created_at, label, sweep, settings_json, metrics_json, questions_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -189,9 +191,11 @@ class Lab:
         sweep_id = f"{knob}:{uuid.uuid4().hex[:6]}"
         runs = []
         for i, value in enumerate(values):
-            settings = apply_knob(base, knob, value)
-            step = (lambda text, f, i=i: progress(f"{SWEEPS[knob][0]} = {value}", (i + f) / len(values))) if progress else None
-            runs.append(self.run(set_id, settings, label=f"{knob} = {value}", sweep=sweep_id, progress=step))
+            def step(_question: str, fraction: float, i: int = i, value: Any = value) -> None:
+                progress(f"{SWEEPS[knob][0]} = {value}", (i + fraction) / len(values))
+
+            runs.append(self.run(set_id, apply_knob(base, knob, value), label=f"{knob} = {value}", sweep=sweep_id,
+                                 progress=step if progress else None))
         return runs
 
     def sweeps(self, set_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -259,8 +263,9 @@ class Lab:
         set_id = self.create_set(payload.get("name", "Imported set"), source=payload.get("source", "import"))
         for q in questions:
             labels = q.get("labels") or {}
-            expected = {self.resolve(k, labels.get(k)): grade for k, grade in q["expected"].items()}
-            self.add_question(set_id, q["question"], expected, qid=q.get("qid"), labels={self.resolve(k, labels.get(k)): labels.get(k) for k in q["expected"]})
+            here = {k: self.resolve(k, labels.get(k)) for k in q["expected"]}  # key in this library
+            self.add_question(set_id, q["question"], {here[k]: grade for k, grade in q["expected"].items()}, qid=q.get("qid"),
+                              labels={here[k]: labels.get(k) for k in q["expected"]})
         with self.store.atomic() as conn:
             for r in payload.get("runs", []):
                 conn.execute(

@@ -242,7 +242,13 @@ def test_lab_from_inspector_to_sweep_chart(app, page):
 
     page.goto(app + "/lab")
     settle(page)
-    assert "Who are the crazy ones?" in page.locator("[data-testid=stDataFrame]").first.inner_text() or "From chat" in page.content()
+    from echomind.settings import AppConfig
+    from echomind.store import Store
+
+    store = Store(AppConfig(data_dir=SERVER["data"]).db_path)
+    picked = store.query("SELECT q.text, q.expected_json FROM lab_questions q JOIN lab_sets s ON s.id = q.set_id WHERE s.name = 'From chat'")
+    store.close()
+    assert [r[0] for r in picked] == ["Who are the crazy ones?"] and '"chunk:' in picked[0][1]
     page.get_by_role("tab", name="Run").click()
     page.get_by_role("button", name="Run with current knobs").click()
     page.get_by_text("Per question", exact=True).wait_for()

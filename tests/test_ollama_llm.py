@@ -10,7 +10,7 @@ import pytest
 from echomind.errors import LLMError
 from echomind.providers.llm import complete, make_llm, stream_with_deadline
 from echomind.providers.ollama_llm import OllamaLLM
-from echomind.settings import AppConfig
+from echomind.settings import AppConfig, RetrievalSettings
 from ollama_server import FakeOllama
 
 AURORA = b"The Aurora X2 espresso machine costs 499 euros and has a 15 bar pump."
@@ -90,8 +90,6 @@ def test_garbage_and_slowness_in_every_llm_step_fall_back_sanely(make_engine):
         if "Answer in one or two sentences" in prompt:
             return "The Aurora X2 costs 499 euros [1]."
         return "{{{ ☃ NaN !!! <html>"  # expansion, rerank scores, tags, summary
-
-    from echomind.settings import RetrievalSettings
 
     with FakeOllama(reply=reply) as server:
         engine = make_engine(llm=OllamaLLM(server.host, "llama3.2", timeout_s=1.0))

@@ -50,7 +50,7 @@ def metric_row(metrics: dict) -> None:
     cols[-1].metric("p95 ms", f"{metrics.get('p95_ms', 0):.0f}")
 
 
-class progress_bar:
+class ProgressBar:
     """A progress bar for a long Lab step that disappears when the step is done."""
 
     def __init__(self, text: str):
@@ -107,7 +107,7 @@ with tabs[1]:
         st.caption(f"Current knobs: {describe_settings(settings)}")
         if st.button("Run with current knobs", type="primary"):
             try:
-                with progress_bar("Running") as progress:
+                with ProgressBar("Running") as progress:
                     run = lab.run(set_id, settings, progress=progress)
                 st.session_state["lab_run"] = run["id"]
                 st.rerun()  # every tab (and the sidebar's counts) shows the new run
@@ -135,7 +135,7 @@ with tabs[1]:
                 per.append({"question": q["question"], "hit": "✓" if found else "✗", "first rank": min(found) if found else None,
                             "in context": f"{len(q['in_context'])}/{len(ranks)}",
                             "expected (rank)": " | ".join(f"{key_label(k, question_labels.get(q['qid'], {}))} ({r or 'not found'})" for k, r in ranks.items()),
-                            "outranked by": " | ".join(key_label(k, {}) for k in q["outranked_by"][:3]),
+                            "outranked by": " | ".join(key_label(k, q.get("labels", {})) for k in q["outranked_by"][:3]),
                             "nDCG@10": round(q["nDCG@10"], 3), "ms": round(q["latency_ms"])})
             st.dataframe(pd.DataFrame(per), hide_index=True, width="stretch")
 
@@ -166,7 +166,7 @@ with tabs[3]:
         if st.button("Run sweep", type="primary"):
             try:
                 values = [v.strip() for v in values_text.split(",") if v.strip()]
-                with progress_bar("Sweeping") as progress:
+                with ProgressBar("Sweeping") as progress:
                     runs = lab.sweep(set_id, settings, knob, values, progress=progress)
                 st.session_state["lab_sweep"] = runs[0]["sweep"]
                 st.rerun()
@@ -223,7 +223,7 @@ with tabs[4]:
         qrels = st.file_uploader("qrels (TSV)", type=["tsv"])
         if st.form_submit_button("Import BEIR set") and corpus and queries and qrels:
             try:
-                with progress_bar("Ingesting the corpus") as progress:
+                with ProgressBar("Ingesting the corpus") as progress:
                     new = lab.import_beir(beir_name, corpus.getvalue(), queries.getvalue(), qrels.getvalue(), progress=progress)
                 engine.save_indexes()
                 st.session_state["lab_set"] = new
