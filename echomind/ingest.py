@@ -132,7 +132,7 @@ class IngestMixin:
                     continue
                 prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, data, dict(meta)))
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
-            chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m)) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
+            chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m), redact_pii=self.config.redact_pii) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
             for (name, *_), chunks in zip(prepared, chunked):
                 self._check_chunk_count(name, len(chunks.embed_chunks))
             texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
@@ -153,7 +153,7 @@ class IngestMixin:
         doc_id = uuid.uuid4().hex[:16]
         t = time.perf_counter()
         progress("chunk", 0.0)
-        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta))
+        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta), redact_pii=self.config.redact_pii)
         timings["chunk"] = time.perf_counter() - t
         self._check_chunk_count(filename, len(chunked.embed_chunks))
 

@@ -61,6 +61,7 @@ class AppConfig:
     llm_max_tokens: int = 384
     temperature: float = 0.2
     persona: str = ""
+    redact_pii: bool = True  # the seed's default; off keeps every figure and word as written
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).expanduser()
@@ -77,7 +78,7 @@ class AppConfig:
         return _from_dict(cls, values)
 
     # what the Settings page changes; persisted in <data_dir>/settings.json
-    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "max_upload_mb", "max_table_rows", "max_chunks_per_document")
+    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "redact_pii", "max_upload_mb", "max_table_rows", "max_chunks_per_document")
 
     @classmethod
     def load(cls, data_dir: Path | None = None) -> "AppConfig":

@@ -56,7 +56,7 @@ def chunk_document(text: str, doc_id: str) -> list[Chunk]:
     return chunk_segments([Segment(text=text)], doc_id).chunks
 
 
-def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, title: str | None = None) -> ChunkedDocument:
+def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, title: str | None = None, redact_pii: bool = True) -> ChunkedDocument:
     raw = "\n\n".join(s.text for s in segments)
     doc_type = detect_document_type(raw)
     if tabular and doc_type is not DocType.SENSITIVE:
@@ -64,7 +64,7 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
     # Redact segment by segment so the clean text still maps back to pages, slides and rows.
     cleaned, counts = [], Counter()
     for segment in segments:
-        clean, found = redact(segment.text)
+        clean, found = redact(segment.text) if redact_pii else (segment.text, Counter())
         cleaned.append(clean if tabular else _squash(clean))
         counts.update(found)
     sensitivity = sensitivity_for(sum(counts.values()), weak_pii_density(raw))

@@ -17,6 +17,11 @@ class Segment:
     sheet: str | None = None
     row: int | None = None
     section: str | None = None
+    # A row of a table inside a document (DOCX, PPTX, Markdown, PDF): rows of one table share ``table``
+    # (its number in the document) and ``header`` (the header row as text), so the chunker can keep rows
+    # whole and repeat the header at the top of every chunk; a caption goes in ``section``.
+    table: int | None = None
+    header: str | None = None
 
     def position(self) -> dict[str, Any]:
         return {k: v for k, v in (("page", self.page), ("slide", self.slide), ("sheet", self.sheet), ("row", self.row)) if v is not None}
