@@ -64,15 +64,18 @@ def test_malformed_pdfs_are_named_damaged():
 def test_docx_paragraphs_tables_headers_footers():
     text = parse_bytes(doc("docx_hdrftr.docx"), "h.docx").text
     assert "Header: First header para" in text and "Footer:" in text
-    tables = parse_bytes(doc("docx_tables.docx"), "t.docx").text
-    assert "Header Col 1 | Header Col 2" in tables
+    tables = parse_bytes(doc("docx_tables.docx"), "t.docx")
+    rows = [s for s in tables.segments if s.table == 1]  # one segment per body row, the header row rides along
+    assert [(s.text, s.header) for s in rows] == [("Lorem ipsum | A link example", "Header Col 1 | Header Col 2")]
     with pytest.raises(EmptyDocument, match="contains no text"):
         parse_bytes(doc("docx_pydocx-nested-tables.docx"), "n.docx")
 
 
 def test_pptx_slides_tables_charts_notes():
     table = parse_bytes(doc("pptx_table.pptx"), "t.pptx")
-    assert table.segments[0].slide == 1 and "Column 1 | Column 2 | Column 3" in table.text
+    rows = [s for s in table.segments if s.table == 1]
+    assert table.segments[0].slide == 1 and [s.slide for s in rows] == [1, 1, 1]
+    assert rows[0].text == "Red | Green | Blue" and {s.header for s in rows} == {"Column 1 | Column 2 | Column 3"}
     assert table.segments[0].section == "A Slide with a Table"
     assert "Notes: Notes" in parse_bytes(doc("pptx_pypptx-notes.pptx"), "n.pptx").text
     chart = parse_bytes(doc("pptx_pypptx-charts.pptx"), "c.pptx").text

@@ -1,15 +1,19 @@
-"""CSV and XLSX through pandas: one record per row as ``column: value`` lines, sheet and row kept."""
+"""Tables: CSV and XLSX through pandas, one record per row as ``column: value`` lines, sheet and row kept;
+and ``table_segments``, which turns the rows of a table inside a document (DOCX, PPTX, Markdown, PDF)
+into one segment per row that carries the table's number and header, so the chunker keeps rows whole."""
 
 from __future__ import annotations
 
 import csv
 import io
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import CorruptFile, EmptyDocument, FileTooLarge
 from .models import ParsedDocument, Segment
 from .text import decode_text
+
+if TYPE_CHECKING:  # pandas is imported where CSV/XLSX are read, not for a DOCX's table rows
+    import pandas as pd
 
 
 def _too_many_rows(filename: str, max_rows: int) -> FileTooLarge:
@@ -18,6 +22,8 @@ def _too_many_rows(filename: str, max_rows: int) -> FileTooLarge:
 
 
 def parse_csv(data: bytes, filename: str, max_rows: int = 100_000) -> ParsedDocument:
+    import pandas as pd
+
     text = decode_text(data, filename)
     try:
         dialect = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|")
@@ -37,6 +43,8 @@ def parse_csv(data: bytes, filename: str, max_rows: int = 100_000) -> ParsedDocu
 
 
 def parse_xlsx(data: bytes, filename: str, max_rows: int = 100_000) -> ParsedDocument:
+    import pandas as pd
+
     try:
         sheets = pd.read_excel(io.BytesIO(data), sheet_name=None, dtype=str, keep_default_na=False, engine="openpyxl", nrows=max_rows + 1)
     except (ValueError, KeyError, OSError) as exc:
@@ -59,3 +67,37 @@ def _rows(frame: pd.DataFrame, sheet: str | None) -> list[Segment]:
         if lines:
             segments.append(Segment(text="\n".join(lines), sheet=sheet, row=number))
     return segments
+
+
+def row_text(cells: Sequence[str]) -> str:
+    """A row as one line, cells joined by `` | ``; whitespace inside a cell is folded, empty trailing
+    cells are dropped but inner ones kept, so a value stays under its column."""
+    values = [" ".join(str(c).split()) for c in cells]
+    while values and not values[-1]:
+        values.pop()
+    return " | ".join(values)
+
+
+def table_segments(rows: Sequence[Sequence[str]], table: int, section: str | None = None, header_rows: int = 1,
+                   **position: Any) -> list[Segment]:
+    """One segment per body row of a document's table. The first ``header_rows`` rows are the header: they
+    are not rows of their own but ride along in ``Segment.header`` and are repeated at the top of every
+    chunk of the table. ``row`` counts body rows from 1; ``position`` is page/slide for every row."""
+    lines = [row_text(r) for r in rows]
+    header = " / ".join(h for h in lines[:header_rows] if h.replace("|", "").strip()) or None
+    body = lines[header_rows:] if len(lines) > header_rows else lines  # a lone row is a row, not a header
+    if body is lines:
+        header = None
+    segments = [Segment(text=line, section=section, table=table, header=header, row=number, **position)
+                for number, line in enumerate(body, start=1) if line.replace("|", "").strip()]
+    if not segments and header:  # only the header row holds text: it is the table's one row
+        segments = [Segment(text=header, section=section, table=table, row=1, **position)]
+    return segments
+
+
+def caption_section(section: str | None, caption: str | None) -> str | None:
+    """A table's section: its caption under the heading it sits in (either alone when there is one)."""
+    caption = " ".join(caption.split())[:200] if caption else None
+    if section and caption and caption != section:
+        return f"{section} > {caption}"
+    return caption or section
