@@ -59,6 +59,17 @@ def chunk_rows(text: str, rows: list[Span], target_min: int = USER_MIN, target_m
     return _pieces(text, group_spans(rows, target_min, target_max, 0, joiner=2), sep="\n\n", squash=False)
 
 
+def chunk_table(text: str, rows: list[Span], header: str | None, target_min: int = USER_MIN, target_max: int = USER_MAX) -> list[Piece]:
+    """A table inside a document: its rows (one line each) grouped to the CSV sizes with the header row
+    counted in, every piece starting with the header. A row is never split: one longer than the maximum
+    is a piece of its own; only a row past MAX_FAQ_CHARS (no table a person reads has one) is cut at
+    word boundaries so no chunk grows without bound, each part still under the header."""
+    prefix = f"{header}\n" if header else ""
+    rows = cut_long(text, rows, MAX_FAQ_CHARS)
+    groups = group_spans(rows, max(0, target_min - len(prefix)), target_max - len(prefix), 0, joiner=1)
+    return [Piece(g[0][0], g[-1][1], prefix + _join(text, g, sep="\n", squash=False)) for g in groups if g]
+
+
 def chunk_faq(text: str) -> list[Piece]:
     """One chunk per Q&A pair. A pair longer than MAX_FAQ_CHARS is continued in further chunks that
     repeat the question, so no answer text is ever separated from its question."""

@@ -18,7 +18,7 @@ class DocType(str, Enum):
     BOOK = "BOOK"
     SENSITIVE = "SENSITIVE"
     USER = "USER"
-    TABLE = "TABLE"  # ours: rows of a CSV/XLSX are records and are never split
+    TABLE = "TABLE"  # ours: rows of a CSV/XLSX, or of a table inside a document, are records and are never split
 
 
 class Sensitivity(str, Enum):
@@ -45,6 +45,7 @@ class Chunk:
     sheet: str | None = None
     row: int | None = None
     row_end: int | None = None
+    table: int | None = None  # the number of the table inside the document whose rows this chunk holds
     context: str | None = None  # "Document title > Section": indexed with the chunk, not shown as its text
 
     @property
@@ -71,7 +72,7 @@ class Chunk:
             source["parent_chunk_id"] = self.parent_chunk_id
         if self.context:
             source["context"] = self.context
-        for key in ("page", "page_end", "slide", "sheet", "row", "row_end"):
+        for key in ("page", "page_end", "slide", "sheet", "row", "row_end", "table"):
             value = getattr(self, key)
             if value is not None:
                 source[key] = value

@@ -56,8 +56,35 @@ def chunk_document(text: str, doc_id: str) -> list[Chunk]:
     return chunk_segments([Segment(text=text)], doc_id).chunks
 
 
+def table_blocks(segments: list[Segment]) -> list[tuple[int, int, tuple[int, str | None] | None]]:
+    """Runs of consecutive segments ``(start, end, key)``: the rows of one table inside a document (key:
+    its number and header row) or the text between tables (key None). Only the Segment fields count, so
+    rows from any parser (DOCX, PPTX, Markdown, PDF) are grouped the same way."""
+    blocks: list[list] = []
+    for i, segment in enumerate(segments):
+        key = (segment.table, segment.header) if segment.table is not None else None
+        if blocks and blocks[-1][2] == key:
+            blocks[-1][1] = i + 1
+        else:
+            blocks.append([i, i + 1, key])
+    return [(a, b, key) for a, b, key in blocks]
+
+
+def _detection_text(segments: list[Segment], blocks: list[tuple[int, int, tuple[int, str | None] | None]]) -> str:
+    """The text the type heuristics read: a table counts as its header and rows on consecutive lines (as it
+    read before rows became segments), so a table's rows are not taken for many short paragraphs."""
+    parts: list[str] = []
+    for a, b, key in blocks:
+        if key is None:
+            parts.extend(s.text for s in segments[a:b])
+        else:
+            parts.append("\n".join(([key[1]] if key[1] else []) + [s.text for s in segments[a:b]]))
+    return "\n\n".join(parts)
+
+
 def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, title: str | None = None, redact_pii: bool = True) -> ChunkedDocument:
-    raw = "\n\n".join(s.text for s in segments)
+    blocks = table_blocks(segments)
+    raw = _detection_text(segments, blocks)
     doc_type = detect_document_type(raw)
     if tabular and doc_type is not DocType.SENSITIVE:
         doc_type = DocType.TABLE
@@ -67,6 +94,12 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
         clean, found = redact(segment.text) if redact_pii else (segment.text, Counter())
         cleaned.append(clean if tabular else _squash(clean))
         counts.update(found)
+    headers: dict[tuple[int, str | None], str | None] = {}
+    for _, _, key in blocks:  # a table's header row is redacted like its rows, and counted once
+        if key is not None and key not in headers:
+            clean, found = redact(key[1]) if redact_pii and key[1] else (key[1], Counter())
+            headers[key] = " ".join(clean.split()) if clean else None
+            counts.update(found)
     sensitivity = sensitivity_for(sum(counts.values()), weak_pii_density(raw))
     clean_text = "\n\n".join(cleaned)
     starts, pos = [], 0
@@ -78,27 +111,44 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
         rows = [(s, s + len(c)) for s, c in zip(starts, cleaned) if c.strip()]
         size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
         pieces = chunkers.chunk_rows(clean_text, rows, *size)
-    elif doc_type is DocType.FAQ:
-        pieces = chunkers.chunk_faq(clean_text)
     else:
-        strategy = {DocType.SENSITIVE: chunkers.chunk_sensitive, DocType.BOOK: chunkers.chunk_long_form}.get(doc_type, chunkers.chunk_unstructured)
         pieces = []
-        for a, b in section_runs(segments, cleaned, starts):  # a chunk never spans two headings
-            for piece in strategy(clean_text[a:b]):
-                pieces.append(piece.shifted(a))
+        for i, j, key in blocks:
+            a, b = starts[i], starts[j - 1] + len(cleaned[j - 1])
+            if key is not None:
+                rows = [(starts[k], starts[k] + len(cleaned[k])) for k in range(i, j) if cleaned[k].strip()]
+                size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
+                pieces.extend(chunkers.chunk_table(clean_text, rows, headers[key], *size) if rows else [])
+            elif doc_type is DocType.FAQ:
+                pieces.extend(piece.shifted(a) for piece in chunkers.chunk_faq(clean_text[a:b]))
+            else:
+                strategy = {DocType.SENSITIVE: chunkers.chunk_sensitive, DocType.BOOK: chunkers.chunk_long_form}.get(doc_type, chunkers.chunk_unstructured)
+                for ra, rb in section_runs(segments[i:j], cleaned[i:j], starts[i:j]):  # a chunk never spans two headings
+                    for piece in strategy(clean_text[ra:rb]):
+                        pieces.append(piece.shifted(ra))
+
+    # A table row's number: the parser's, else its place among the rows of its table.
+    row_numbers = [s.row for s in segments]
+    for i, j, key in blocks:
+        if key is not None:
+            for k in range(i, j):
+                if row_numbers[k] is None:
+                    row_numbers[k] = k - i + 1
 
     redacted = sum(counts.values()) > 0
     chunks: list[Chunk] = []
 
     def add(piece: chunkers.Piece, parent: str | None) -> Chunk:
-        first = segments[bisect.bisect_right(starts, piece.start) - 1]
-        last = segments[bisect.bisect_right(starts, max(piece.start, piece.end - 1)) - 1]
+        i = bisect.bisect_right(starts, piece.start) - 1
+        j = bisect.bisect_right(starts, max(piece.start, piece.end - 1)) - 1
+        first, last = segments[i], segments[j]
+        in_table = first.table is not None and not tabular
         index = len(chunks)
         chunk = Chunk(
             doc_id=doc_id,
             chunk_id=f"{doc_id}:{index}",
             text=piece.text,
-            doc_type=doc_type,
+            doc_type=DocType.TABLE if in_table and doc_type is not DocType.SENSITIVE else doc_type,
             sensitivity_level=sensitivity,
             redacted=redacted and "[REDACTED_" in piece.text,
             chunk_index=index,
@@ -109,8 +159,9 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
             page_end=last.page if last.page != first.page else None,
             slide=first.slide,
             sheet=first.sheet,
-            row=first.row,
-            row_end=last.row if last.row != first.row else None,
+            row=row_numbers[i],
+            row_end=row_numbers[j] if row_numbers[j] != row_numbers[i] else None,
+            table=first.table if in_table else None,
             context=" > ".join(dict.fromkeys(p for p in (title, first.section) if p)) or None,
         )
         chunks.append(chunk)
