@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from .models import DocType
-from .sanitize import pii_density
+from .sanitize import personal_profile
 
-SENSITIVE_DENSITY = 0.015
 QUESTION_LINE = re.compile(
     r"^[ \t]*(?:\d+[.)][ \t]*)?(?:Q[ \t]*\d*[ \t]*[:.)]|Question[ \t]*\d*[ \t]*[:.)]|Question[ \t]+\d+\b)|^[ \t]*(?:\d+[.)][ \t]*)?[A-Z][^\n]{3,200}\?[ \t]*$",
     re.M,
@@ -38,7 +37,9 @@ def looks_like_long_form(text: str, lines: list[str], length: int) -> bool:
 
 
 def detect_document_type(text: str) -> DocType:
-    if pii_density(text) >= SENSITIVE_DENSITY:
+    # SENSITIVE means about persons (a CV, a contact list, a record), the same measure that makes
+    # sensitivity HIGH; an abstract with its authors' e-mails or a filing with its switchboard number is not.
+    if personal_profile(text).about_persons:
         return DocType.SENSITIVE
     lines = [line for line in text.splitlines() if line.strip()]
     if looks_like_faq(text, lines):

@@ -5,6 +5,7 @@ with spaces are look-alikes, and redacting them would destroy data the user asks
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -22,15 +23,17 @@ PHONE_WORDS = re.compile(
 )
 # What a number is when it is not a phone: identifiers of filings, books, trials, orders, places.
 OTHER_NUMBER_WORDS = re.compile(
-    r"\b(?:file|isbn|issn|doi|zip|postal|postcode|plz|order|invoice|case|docket|patent|serial|part|model|lot|batch|"
-    r"eudract|nct|pmid|grant|contract|registration|cusip|cik|ein|commission|version|ref|reference|ticket|"
-    r"employer|identification|page|pages|pp|figure|fig|table|isin|sku)\b",
+    r"\b(?:(?:file|case|part)\s*(?:no\b\.?|nos\b\.?|number|nr\b|#)|isbn|issn|doi|zip|postal|postcode|plz|order|invoice|docket|"
+    r"patent|serial|model|lot|batch|eudract|nct|pmid|grant|contract|registration|cusip|cik|ein|commission|version|ref|"
+    r"reference|ticket|employer|identification|page|pages|pp|figure|fig|table|isin|sku|ean|upc|gtin)\b",
     re.I,
 )
+CARD_WORDS = re.compile(r"\b(?:card|visa|mastercard|amex|american express|discover|maestro|cc|credit|debit)\b", re.I)
 # Between a label and its number only punctuation and a few small words ("Tel.: ", "call us at ").
 LABEL_GAP = re.compile(
-    r"[\s.:#()\-–—/]*(?:(?:number|numbers|no|nr|num|at|us|me|on|or|is|de|du|office|direct|main|home|work|mobile|cell|"
-    r"line|desk|int'?l|\(\w+\))\b[\s.:#()\-–—/]*){0,3}",
+    r"[\s.:#()\-–—/]*(?:(?:(?:number|numbers|no|nr|num|at|us|me|on|or|is|de|du|office|direct|main|home|work|mobile|cell|"
+    r"line|desk|int'?l|\(\w+\))\b"
+    r"|\+?[\d(][\d() .\-]{5,}\d\s*(?:[,;/]|\bor\b|\band\b))[\s.:#()\-–—/]*){0,3}",  # "cell 555 0177, home 555 0123"
     re.I,
 )
 # A figure as tables write it: 1,234  (56)  12.5%  $  —
@@ -55,12 +58,13 @@ def _labelled_as_phone(text: str, start: int) -> bool:
     return any(LABEL_GAP.fullmatch(before[m.end():]) for m in PHONE_WORDS.finditer(before))
 
 
-def _labelled_as_other(text: str, start: int) -> bool:
-    """The nearest label before the number names something else (a file number, an ISBN, a ZIP code)."""
+def _labelled_as_other(text: str, start: int, own: re.Pattern = PHONE_WORDS) -> bool:
+    """The nearest label before the number names something else (a file number, an ISBN, a ZIP code)
+    rather than what the number is taken for (``own``: phone words, card words)."""
     before = _line_before(text, start)
     other = [m.end() for m in OTHER_NUMBER_WORDS.finditer(before)]
-    phone = [m.end() for m in PHONE_WORDS.finditer(before)]
-    return bool(other) and (not phone or max(other) > max(phone))
+    mine = [m.end() for m in own.finditer(before)]
+    return bool(other) and (not mine or max(other) > max(mine))
 
 
 def _in_figure_run(text: str, start: int, end: int) -> bool:
@@ -95,7 +99,7 @@ def _card(text: str, start: int, end: int) -> bool:
     groups = re.split(r"[ -]", match)
     if len(groups) > 1 and all(YEAR.fullmatch(g) for g in groups):
         return False  # "2023 2024 2025 2026": column headings
-    if _in_figure_run(text, start, end) or _labelled_as_other(text, start):
+    if _in_figure_run(text, start, end) or _labelled_as_other(text, start, CARD_WORDS):
         return False
     return CARD_ISSUERS.fullmatch(digits) is not None and _luhn(digits) and len(set(digits)) > 1
 
@@ -212,15 +216,16 @@ PATTERNS: tuple[Pattern, ...] = (
 
 def find_pii(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, label) spans, sorted by start."""
-    taken: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int, str]] = []  # kept sorted: an overlap test is a bisection, not a scan
     for pattern in PATTERNS:
         for m in pattern.regex.finditer(text):
             start, end = m.span()
-            if any(start < e and s < end for s, e, _ in taken):
+            i = bisect.bisect_left(taken, (start,))
+            if (i < len(taken) and taken[i][0] < end) or (i > 0 and taken[i - 1][1] > start):
                 continue
             if pattern.valid(text, start, end):
-                taken.append((start, end, pattern.label))
-    return sorted(taken)
+                taken.insert(i, (start, end, pattern.label))
+    return taken
 
 
 def pii_density(text: str) -> float:
@@ -267,11 +272,14 @@ def weak_pii_density(text: str) -> float:
     return sum(len(m.group()) for m in WEAK_PII.finditer(text)) / len(text)
 
 
-# A document is about persons when personal details are dense in it: a CV, a contact list, a patient
-# record. One switchboard number on a 70-page filing's cover, or an author's e-mail under an abstract, is not.
+# A document is about persons when it holds the details of several persons (a contact list, a client
+# file) or contact details together with an address or a birth date (a CV, a patient record), densely.
+# One switchboard number on a 70-page filing's cover, or the corresponding author's phone and e-mail
+# under an abstract (one contact block), is not.
 PERSONAL_IDENTIFIERS = ("SSN", "CARD")  # whoever's they are, their presence alone makes a text HIGH
-HIGH_ITEMS, HIGH_PER_1000 = 3, 1.0  # at least 3 personal details, one per 1,000 characters or more
+HIGH_PER_1000 = 1.0  # personal details per 1,000 characters
 HIGH_SHARE = 0.10  # or redactable details are a tenth of the text (a contact card, a one-line note)
+BLOCK_GAP = 300  # details closer than this belong to one contact block (one person, as a rule)
 MEDIUM_PER_1000 = 0.2
 MEDIUM_WEAK_DENSITY = 0.005
 
@@ -285,6 +293,7 @@ class PersonalProfile:
     pii_chars: int
     weak_chars: int
     chars: int
+    blocks: int  # runs of redactable details with less than BLOCK_GAP characters between them
 
     @property
     def items(self) -> int:
@@ -300,15 +309,17 @@ class PersonalProfile:
             return True
         if not self.counts:
             return False  # addresses and birth dates alone stay MEDIUM: personal, but nothing is redacted
-        dense = self.items >= HIGH_ITEMS and self.per_1000 >= HIGH_PER_1000
-        return dense or self.pii_chars >= HIGH_SHARE * max(1, self.chars)
+        if self.pii_chars >= HIGH_SHARE * max(1, self.chars):
+            return True
+        return self.per_1000 >= HIGH_PER_1000 and (self.blocks >= 2 or self.weak > 0)
 
 
 def personal_profile(text: str) -> PersonalProfile:
     spans = find_pii(text)
     weak = [m.span() for m in WEAK_PII.finditer(text)]
+    blocks = sum(1 for i, (s, _, _) in enumerate(spans) if i == 0 or s - spans[i - 1][1] >= BLOCK_GAP)
     return PersonalProfile(Counter(label for _, _, label in spans), len(weak), sum(e - s for s, e, _ in spans),
-                           sum(e - s for s, e in weak), len(text))
+                           sum(e - s for s, e in weak), len(text), blocks)
 
 
 def profile_sensitivity(profile: PersonalProfile) -> Sensitivity:
@@ -324,15 +335,12 @@ def document_sensitivity(text: str) -> Sensitivity:
     return profile_sensitivity(personal_profile(text))
 
 
-def sensitivity_for(redactions: int, weak_density: float, chars: int | None = None) -> Sensitivity:
-    """From counts already made. Without the text's length a density cannot be measured, and any
-    redaction then counts as HIGH (the seed's rule); ``document_sensitivity`` is the measured one."""
-    if chars is None:
-        if redactions:
-            return Sensitivity.HIGH
-        return Sensitivity.MEDIUM if weak_density > MEDIUM_WEAK_DENSITY else Sensitivity.LOW
-    weak_chars = round(weak_density * chars)
-    return profile_sensitivity(PersonalProfile(Counter(PII=redactions), int(weak_chars > 0), 0, weak_chars, chars))
+def sensitivity_for(redactions: int, weak_density: float) -> Sensitivity:
+    """The seed's rule from counts alone: any redaction is HIGH. Without the text a density cannot be
+    measured; ``document_sensitivity`` is the measured one and should be preferred."""
+    if redactions:
+        return Sensitivity.HIGH
+    return Sensitivity.MEDIUM if weak_density > MEDIUM_WEAK_DENSITY else Sensitivity.LOW
 
 
 def sanitize_text(text: str) -> Sanitized:
