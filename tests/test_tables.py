@@ -157,6 +157,15 @@ def test_a_row_longer_than_the_maximum_is_its_own_chunk_never_cut():
     assert alone.text == HEADER + "\n" + lines[3]
 
 
+def test_a_table_used_for_page_layout_is_chunked_as_prose():
+    """Cells holding paragraphs are not records: no header repeated over them, chunks of normal size."""
+    letter = [[" ".join([f"Clause {i} of the agreement sets out the duties of the tenant in plain words."] * 12), "", "", ""] for i in range(4)]
+    _, result = chunked(make_docx(letter), "letter.docx")
+    assert table_chunks(result.chunks) == []
+    assert max(len(c.text) for c in result.chunks) <= 800
+    assert all(any(f"Clause {i} of" in c.text for c in result.chunks) for i in range(4))
+
+
 def test_chunker_relies_only_on_segment_fields():
     """How a PDF parser hands over table rows: page and section set, rows numbered by their order."""
     header = "Item | 2024 | 2023"
