@@ -117,7 +117,7 @@ LINES: tuple[Line, ...] = (
     Line("National Hydro Network, Data Model – Edition 1.0 2004-06", "docs/pdf_GeoBase_UML.pdf"),
     Line("Updated: 2004-06-02 17:00:40", "docs/pdf_GeoBase_UML.pdf"),
     Line("OMB Number: 4040-0004", "docs/pdf_SF424_page2.pdf"),
-    Line("A. Nicole Clowers, Managing Director, Congressional Relations, (202) 512-4400", "docs/pdf_bad_invalid-structure-pdfminer-0.pdf",
+    Line("A. Nicole Clowers, Managing Director, Congressional Relations, (202) 512-4400", "docs/pdf_bad_invalid-structure-pdfminer.pdf",
          (("PHONE", "(202) 512-4400"),)),
     Line("0 0.0335 0.0409 /C00.9393 0.0003 24.0910 2.8163", "docs/pdf_embedded-images-tables.pdf"),
     Line("10 0.0382 0.0086 /C00.5356 1.24E-05 246.080 0.0919", "docs/pdf_embedded-images-tables.pdf"),

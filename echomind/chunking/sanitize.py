@@ -18,7 +18,7 @@ from .models import Sensitivity
 # A label just before a number says what it is. Phone labels in the languages of the labelled set.
 PHONE_WORDS = re.compile(
     r"\b(?:tel|tél|tfn|telephone|téléphone|telefon|telefono|teléfono|phone|ph|mobile|mob|cell|cellphone|handy|fax|"
-    r"télécopieur|telecopier|call|dial|contact|hotline|whatsapp|sms|text|ring)\b",
+    r"télécopieur|telecopier|call|dial|contact|hotline|whatsapp|sms|ring)\b",
     re.I,
 )
 # What a number is when it is not a phone: identifiers of filings, books, trials, orders, places.
