@@ -72,10 +72,11 @@ def build_followup_library(engine, shared_dir: Path | str, pairs: list[FollowUp]
     evaluation ingests a BEIR corpus, so SQuAD documents carry their corpus id). With ``pairs`` only
     the files and paragraphs those pairs expect are ingested (a small library for tests); without,
     everything, so every question competes with every other document. Files that cannot be parsed
-    (scanned, encrypted, damaged) are skipped and reported. Re-running skips what is already stored."""
+    (scanned, encrypted, damaged) are skipped with their reasons; ``files`` lists those in the library
+    (re-running skips what is already stored)."""
     shared_dir = Path(shared_dir)
     wanted = {split_target(t)[0] for p in pairs for t in p.expect} if pairs is not None else None
-    indexed, skipped = [], {}
+    in_library, skipped = [], {}
     files = [p for d in ("docs", "filings") for p in sorted((shared_dir / d).iterdir())
              if p.is_file() and p.suffix.lower() not in (".tsv", "") and not p.name.startswith("LICENSE")]
     for path in files:
@@ -83,13 +84,13 @@ def build_followup_library(engine, shared_dir: Path | str, pairs: list[FollowUp]
             continue
         try:
             engine.ingest_bytes(path.name, path.read_bytes())
-            indexed.append(path.name)
+            in_library.append(path.name)
         except EchoMindError as exc:
             skipped[path.name] = str(exc)
     squad = squad_corpus(shared_dir, wanted)
     if squad.corpus:
         ingest_corpus(engine, squad, progress)
-    return {"indexed": indexed, "skipped": skipped, "squad_paragraphs": len(squad.corpus)}
+    return {"files": in_library, "skipped": skipped, "squad_paragraphs": len(squad.corpus)}
 
 
 def squad_corpus(shared_dir: Path | str, ids: set[str] | None = None) -> BeirSet:
@@ -169,7 +170,8 @@ def summarise(rows: list[dict[str, Any]], k: int = 5) -> dict[str, Any]:
         f"hit@{k}": rate(rows), f"first_hit@{k}": rate(rows, "first_hit"),
         "by_style": {s: rate([r for r in rows if r["style"] == s]) for s in STYLES if any(r["style"] == s for r in rows)},
         "by_source": {s: rate([r for r in rows if r["source"] == s]) for s in SOURCES if any(r["source"] == s for r in rows)},
-        "counts": {"style": {s: sum(r["style"] == s for r in rows) for s in STYLES}, "source": {s: sum(r["source"] == s for r in rows) for s in SOURCES}},
+        "counts": {"style": {s: sum(r["style"] == s for r in rows) for s in STYLES},
+                   "source": {s: sum(r["source"] == s for r in rows) for s in SOURCES}},
     }
 
 
