@@ -9,11 +9,13 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Callable
 
 import numpy as np
 
 from .chunking import chunk_segments
+from .chunking.sanitize import redact
 from .errors import FileTooLarge, NotFound
 from .parsing import ParsedDocument, Segment, check_size
 from .private_files import write_private
@@ -38,13 +40,199 @@ class IngestResult:
     message: str = ""
 
 
-def document_title(parsed: ParsedDocument, meta: dict[str, Any]) -> str | None:
-    """A title worth repeating on every chunk: given, from front-matter or core properties, else none.
-    PDF producers often write junk titles ("Microsoft Word - x.docx", "untitled"), which are skipped."""
-    title = str(meta.get("title") or parsed.metadata.get("title") or "").strip()
-    if not title or len(title) > 200 or re.search(r"(?i)^(untitled|microsoft \w+ - |document\d*$)|\.(docx?|pdf|pptx?)$", title):
+# -- document identity: file name as words, a meaningful title, the document's own date -------------
+# Every chunk is indexed with one header line, "2022 Q3 NVDA · NVIDIA CORPORATION Form 10-Q · October 30, 2022",
+# so a chunk cut from the middle of a filing still says whose it is and which period it covers.
+
+MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+_DATE = re.compile(
+    rf"(?P<md>\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{{2}}\b)"  # July 1, 2023
+    rf"|(?P<dm>\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\s+(?:19|20)\d{{2}}\b)"  # 1 July 2023
+    r"|(?P<iso>\b(?:19|20)\d{2}[-/.](?:0?[1-9]|1[0-2])[-/.](?:0?[1-9]|[12]\d|3[01])\b)",  # 2023-07-01
+    re.I,
+)
+_PERIOD = re.compile(r"(?i)\b(?:period|quarter|year|months|weeks)\s+ended\s*:?\s*$|\bas\s+of\s*:?\s*$")
+_COMPACT_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
+_QUARTER = re.compile(r"(?i)(?<![A-Za-z0-9])(?:((?:19|20)\d{2})[\s_.-]*Q([1-4])|Q([1-4])[\s_.-]*((?:19|20)\d{2}))(?![0-9])")
+_QUARTER_END = {1: (3, 31), 2: (6, 30), 3: (9, 30), 4: (12, 31)}
+_SEC_FORM = re.compile(r"\bFORM\s+(10-QT?|10-KT?|8-K|20-F|40-F|6-K|S-1|S-4|DEF 14A)\b", re.I)
+_SEC_NAME = re.compile(r"(?i)^\(?exact name of (?:the )?registrant")
+_JUNK_TITLE = re.compile(
+    r"(?i)^(untitled|microsoft \w+ - |document\d*$|slide \d+$|page \d+$|title$|none$|unknown$|model$|(?:binder|book|presentation)\d*$"
+    r"|(?:microsoft )?(?:word|powerpoint|excel) (?:document|presentation|worksheet)$)"
+    r"|[«»^*<>{}|~]|:$"  # OCR debris, a form label
+    r"|\.(docx?|pdf|pptx?|pptm|xlsx?|csv|txt|md|rtf|odt|html?)$"
+    r"|^[\W\d_]*$"  # only digits and punctuation: EDGAR accession numbers (0000320193-23-000077), ids
+)
+HEADER_SEPARATOR = " · "
+DERIVED_META = ("warnings", "doc_title", "doc_date", "doc_date_source")  # recomputed when a document is re-indexed
+
+
+def filename_words(filename: str) -> str:
+    """'2023 Q1 NVDA.pdf' -> '2023 Q1 NVDA'; 'annual_reportFinal-v2.docx' -> 'annual report Final v2'.
+    Long digit or hex runs are ids, not words, and are dropped ('transcript_3f9a2c1d' -> 'transcript')."""
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", filename)
+    stem = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z]{2})(?=\d)", " ", stem)
+    words = [w for w in re.split(r"[\s_.\-+()\[\]{},;]+", stem) if w]
+    keep = [w for w in words if not (re.fullmatch(r"\d{5,}", w) and not _COMPACT_DATE.fullmatch(w))
+            and not (len(w) >= 8 and re.fullmatch(r"[0-9a-f]+", w, re.I) and re.search(r"\d", w) and re.search(r"[a-f]", w, re.I))]
+    return " ".join(keep)
+
+
+def meaningful_title(value: Any, filename: str = "") -> str | None:
+    """A title worth repeating on every chunk, or None for what producers write instead: accession
+    numbers, 'untitled', 'Microsoft Word - x.docx', the file name again."""
+    title = " ".join(str(value or "").split())
+    if not title or len(title) > 200 or len(title) < 3 or _JUNK_TITLE.search(title):
+        return None
+    if filename and title.lower() in {filename.lower(), filename_words(filename).lower(), filename.rsplit(".", 1)[0].lower()}:
         return None
     return title
+
+
+def first_page_text(parsed: ParsedDocument, limit: int = 4000) -> str:
+    """Page 1 of a PDF, slide 1 of a deck, else the opening of the text: where a document states what it is."""
+    segments = parsed.segments
+    if segments and segments[0].page is not None:
+        segments = [s for s in segments if s.page == segments[0].page]
+    elif segments and segments[0].slide is not None:
+        segments = [s for s in segments if s.slide == segments[0].slide]
+    text = ""
+    for s in segments:
+        text += s.text + "\n"
+        if len(text) >= limit:
+            break
+    return text[:limit]
+
+
+def _title_from_text(parsed: ParsedDocument, filename: str) -> str | None:
+    """An SEC filing names its registrant above '(Exact name of registrant ...)' and its form in
+    capitals; other documents: the first heading (DOCX/Markdown) or the first line that reads like one."""
+    text = first_page_text(parsed)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    form = _SEC_FORM.search(text[:1500])
+    for i, line in enumerate(lines):
+        if _SEC_NAME.match(line) and i > 0:
+            name = meaningful_title(lines[i - 1], filename)
+            if name and not re.search(r"(?i)file number|\d{3}-\d{4}", name):
+                return f"{name} Form {form.group(1).upper()}" if form else name
+    headings = [s.text for s in parsed.segments[:20] if s.section and " ".join(s.text.split()) == s.section]
+    for candidate in headings + lines[:6]:
+        if len(candidate) <= 150 and len(re.findall(r"[A-Za-z]{2,}", candidate)) >= 2 \
+                and sum(c.isalpha() for c in candidate) >= 0.6 * len(candidate.replace(" ", "")) \
+                and not _DATE.fullmatch(candidate.strip()) and not (candidate.endswith(".") and len(candidate.split()) > 8) and not re.match(r"(?i)(arxiv|doi|https?:|www\.|copyright|©|page \d|header:|footer:|notes:)", candidate):
+            return meaningful_title(candidate, filename)
+    return None
+
+
+def document_title(parsed: ParsedDocument, meta: dict[str, Any], filename: str = "") -> str | None:
+    """Given, from front-matter or core properties, else what the first page says the document is."""
+    for value in (meta.get("title"), parsed.metadata.get("title")):
+        title = meaningful_title(value, filename)
+        if title:
+            return title
+    return None if parsed.tabular else _title_from_text(parsed, filename)
+
+
+def _date(year: int, month: int, day: int) -> str | None:
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def parse_date(text: str) -> str | None:
+    """One date written as people and producers write it -> ISO 'YYYY-MM-DD' (None if it is not one)."""
+    text = str(text or "").strip()
+    pdf = re.match(r"^D:((?:19|20)\d{2})(\d{2})(\d{2})", text)  # PDF CreationDate: D:20230804060209-04'00'
+    if pdf:
+        return _date(*map(int, pdf.groups()))
+    iso = re.match(r"^((?:19|20)\d{2})-(\d{1,2})-(\d{1,2})", text)
+    if iso:
+        return _date(*map(int, iso.groups()))
+    found = _DATE.search(text)
+    return _match_date(found) if found else None
+
+
+def _match_date(found: re.Match) -> str | None:
+    words = re.findall(r"[A-Za-z]+|\d+", found.group(0))
+    if found.group("iso"):
+        y, m, d = map(int, re.findall(r"\d+", found.group(0)))
+        return _date(y, m, d)
+    month = MONTHS.get(next(w for w in words if w[0].isalpha() and w.lower()[:3] in MONTHS).lower()[:3])
+    numbers = [int(w) for w in words if w.isdigit()]
+    day, year = (numbers[0], numbers[1]) if found.group("md") or found.group("dm") else (None, None)
+    return _date(year, month, day) if day and year else None
+
+
+def _quarter_end(year: str, quarter: str) -> str:
+    month, day = _QUARTER_END[int(quarter)]
+    return date(int(year), month, day).isoformat()
+
+
+def document_date(parsed: ParsedDocument, meta: dict[str, Any], filename: str) -> tuple[str, str] | None:
+    """The date the document is about, and where it was read. The document's own statement wins over
+    the file's properties: a filing says 'for the quarterly period ended July 1, 2023' on page 1, a
+    producer's CreationDate is when the PDF was written (weeks later, or years for a scan), and a
+    quarter in a file name may be a fiscal quarter ('2023 Q3 AAPL' is the quarter ended July 1, 2023).
+    Order: front-matter or given 'date' > 'period ended' / 'as of' on the first page > a date in the
+    file name > a quarter in the file name (its last day) > the first date on the first page >
+    creation date in the file's properties. None: the upload time stands in."""
+    for source, label in ((parsed.metadata, "front-matter" if parsed.filetype == "md" else "document properties"), (meta, "given")):
+        found = parse_date(source.get("date")) if source.get("date") else None
+        if found:
+            return found, label
+    first = first_page_text(parsed)
+    dates = list(_DATE.finditer(first))
+    for found in dates:
+        if _PERIOD.search(first[max(0, found.start() - 40) : found.start()]) and _match_date(found):
+            return _match_date(found), "first page (period)"
+    stem = filename.rsplit(".", 1)[0]
+    named = _DATE.search(stem.replace("_", " "))
+    compact = _COMPACT_DATE.search(stem)
+    if named and _match_date(named):
+        return _match_date(named), "file name"
+    if compact and _date(*map(int, compact.groups())):
+        return _date(*map(int, compact.groups())), "file name"
+    quarter = _QUARTER.search(stem)
+    if quarter:
+        year, q = (quarter.group(1), quarter.group(2)) if quarter.group(1) else (quarter.group(4), quarter.group(3))
+        return _quarter_end(year, q), "file name (quarter end)"
+    for found in dates:
+        if _match_date(found):
+            return _match_date(found), "first page"
+    for key in ("created", "creation_date", "modified"):
+        found = parse_date(parsed.metadata.get(key)) if parsed.metadata.get(key) else None
+        if found:
+            return found, "file properties"
+    return None
+
+
+def identity_header(filename: str, title: str | None, doc_date: str | None) -> str:
+    """'2022 Q3 NVDA · NVIDIA CORPORATION Form 10-Q · October 30, 2022': what every chunk is indexed
+    with. The date is written in words, as questions and documents write it ("quarter ended October
+    30, 2022"), so BM25 and the embedder both match it; meta_json keeps it as ISO."""
+    spoken = ""
+    if doc_date:
+        day = date.fromisoformat(doc_date)
+        spoken = f"{day:%B} {day.day}, {day.year}"
+    parts = [filename_words(filename), title or "", spoken]
+    return HEADER_SEPARATOR.join(dict.fromkeys(p for p in parts if p))
+
+
+def identify(parsed: ParsedDocument, meta: dict[str, Any], filename: str, redact_pii: bool) -> tuple[str, dict[str, Any]]:
+    """The header line for the chunker and what goes into the document's meta_json. A title read from
+    the text is redacted like the text itself (it is indexed and shown as the chunk's context)."""
+    title = document_title(parsed, meta, filename)
+    if title and redact_pii and not meta.get("title") and not parsed.metadata.get("title"):
+        title = redact(title)[0]
+    dated = document_date(parsed, meta, filename)
+    info: dict[str, Any] = {"doc_title": title}
+    if dated:
+        info["doc_date"], info["doc_date_source"] = dated
+    return identity_header(filename, title, dated[0] if dated else None), info
 
 
 def safe_filename(name: str) -> str:
@@ -101,7 +289,7 @@ class IngestMixin:
         path = self.files_dir / doc_id
         if not path.exists():
             raise NotFound(f"The original of '{doc['filename']}' is not stored, so it cannot be re-indexed; upload it again.")
-        meta = {k: v for k, v in json.loads(doc["meta_json"]).items() if k != "warnings"}
+        meta = {k: v for k, v in json.loads(doc["meta_json"]).items() if k not in DERIVED_META}
         if doc["filetype"] == "text":  # added as text (transcripts, notes)
             item = (doc["filename"], path.read_text("utf-8"), meta | {"created_at": doc["created_at"]})
             result = self.ingest_texts([item], reindex=True)[0]
@@ -132,7 +320,11 @@ class IngestMixin:
                     continue
                 prepared.append((safe_filename(filename), ParsedDocument("text", [Segment(text=text.strip())]), checksum, data, dict(meta)))
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
-            chunked = [chunk_segments(p.segments, d, p.tabular, title=document_title(p, m), redact_pii=self.config.redact_pii) for (_, p, _, _, m), d in zip(prepared, doc_ids)]
+            chunked = []
+            for (name, parsed, _, _, meta), doc_id in zip(prepared, doc_ids):
+                header, identity = identify(parsed, meta, name, self.config.redact_pii)
+                meta.update(identity)
+                chunked.append(chunk_segments(parsed.segments, doc_id, parsed.tabular, title=header, redact_pii=self.config.redact_pii))
             for (name, *_), chunks in zip(prepared, chunked):
                 self._check_chunk_count(name, len(chunks.embed_chunks))
             texts = [c.index_text for doc in chunked for c in doc.embed_chunks]
@@ -153,7 +345,9 @@ class IngestMixin:
         doc_id = uuid.uuid4().hex[:16]
         t = time.perf_counter()
         progress("chunk", 0.0)
-        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=document_title(parsed, meta), redact_pii=self.config.redact_pii)
+        header, identity = identify(parsed, meta, filename, self.config.redact_pii)
+        meta.update(identity)
+        chunked = chunk_segments(parsed.segments, doc_id, parsed.tabular, title=header, redact_pii=self.config.redact_pii)
         timings["chunk"] = time.perf_counter() - t
         self._check_chunk_count(filename, len(chunked.embed_chunks))
 
