@@ -104,6 +104,39 @@ def _eval_pipeline(args, engine, beir, base, started: float) -> int:
     return _finish(args, engine, results, started)
 
 
+def cmd_eval_answers(args) -> int:
+    from .answer_eval import ingest_answer_corpus, load_answer_set, run_answer_set
+    from .engine import Engine
+
+    answer_set = load_answer_set(args.path, args.limit, args.unanswerable, offset=args.offset)
+    data_dir = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="echomind-answers-"))
+    t = time.perf_counter()
+    engine = Engine(AppConfig(data_dir=data_dir, llm_backend="none"))
+    ingest_answer_corpus(engine, answer_set, progress=_progress)
+    settings = RetrievalSettings()
+    results = {}
+    for backend in args.llm.split(","):
+        engine.use_llm(backend)
+        results[backend] = run_answer_set(engine, answer_set, settings, progress=_progress)
+        results[backend]["backend"] = engine.llm.name if engine.llm else "extractive"
+    print(file=sys.stderr)
+    print(f"{answer_set.name}: {len(answer_set.questions)} questions (from #{args.offset}) + {len(answer_set.unanswerable)} unanswerable "
+          f"(their articles left out); {engine.store.counts()['documents']} documents; default knobs")
+    names = [("containment", "contain", ".3f"), ("f1", "F1", ".3f"), ("answered", "answered", ".3f"), ("cited", "cited", ".3f"),
+             ("invalid_citations", "bad cite", "d"), ("unsupported", "unsupp.", "d"), ("refusals", "refusals", ".3f"),
+             ("sentences", "sent.", ".2f"), ("chars", "chars", ".0f"), ("ttft_p50_ms", "TTFT p50", ".0f"), ("ttft_p95_ms", "TTFT p95", ".0f"),
+             ("total_p50_ms", "total p50", ".0f")]
+    print(f"{'backend':34s} " + " ".join(f"{label:>9s}" for _, label, _ in names))
+    for backend, run in results.items():
+        m = run["metrics"]
+        print(f"{backend + ' (' + run['backend'] + ')':34.34s} " + " ".join(f"{m[key]:9{fmt}}" for key, _, fmt in names))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    print(f"total {time.perf_counter() - t:.0f} s")
+    engine.close()
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
@@ -162,6 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipeline", help="compare the full pipeline: plain,expansion,rerank,expansion+rerank or all (uses the LLM)")
     p.add_argument("--llm", default="none", choices=["auto", "ollama", "embedded", "none"], help="LLM for --pipeline")
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("eval-answers", help="answer quality against gold answers (containment, F1, citations, unsupported claims, refusals, TTFT)")
+    p.add_argument("path", help="a BEIR-format set with answers.jsonl, e.g. ../shared/data/qa/squad-dev-even")
+    p.add_argument("--llm", default="none,embedded", help="backends to compare, comma-separated: none, embedded, ollama, auto")
+    p.add_argument("--limit", type=int, default=300, help="answerable questions (the first N)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many questions first (tune on others than you report)")
+    p.add_argument("--unanswerable", type=int, default=50, help="questions whose article is left out of the library")
+    p.add_argument("--store", help="keep the ingested library here and reuse it")
+    p.add_argument("--json", help="also write figures and every answer to this file")
+    p.set_defaults(func=cmd_eval_answers)
     p = sub.add_parser("bench", help="ingestion throughput, retrieval latency at 10k/100k chunks, start-up, memory")
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--queries", type=int, default=200)

@@ -1,23 +1,32 @@
-"""One chat turn (seed 1.4): keep the user's message, pick the path (general / no relevant context /
-RAG), stream the answer, then cite, store and update the conversation summary."""
+"""One chat turn: keep the user's message, pick the path (general / no relevant context / RAG), stream
+the answer, then cite, store and update the conversation summary.
+
+Answers are grounded by construction: without a model, or with the small embedded one, the answer
+quotes the context's best sentences with their citations (the small model may only choose among
+them); a capable model's text passes the support check (``grounding``) a sentence at a time."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from . import prompts
+from . import extractive, prompts
 from .context import Block, build_blocks, fit, render
 from .errors import LLMError
-from .providers.llm import LLM, complete, stream_with_deadline
+from .grounding import SentenceCheck, check_sentence, checked_stream, split_sentences
+from .providers.llm import LLM, choose_option, complete, stream_with_deadline
 from .retrieval import Retrieval, retrieve
 from .settings import RetrievalSettings
 
 GENERAL = re.compile(
     r"^\s*(hi|hello|hey|yo|good (morning|afternoon|evening)|thanks?( you)?|thank you( so much)?|thx|cheers|ok(ay)?|cool|great|nice|"
     r"bye|goodbye|see you|who are you\??|what can you do\??|how are you\??)[\s!.?]*$", re.I)
+GREETING = "Hello! Ask me anything about your documents and voice notes; I answer from them and cite where each fact stands."
+EXTRACTIVE = "extractive"
+MODEL_OPTIONS = 5  # candidate sentences a small model chooses among
 
 
 def is_general_conversation(message: str) -> bool:
@@ -55,10 +64,16 @@ class Answer:
     text: str = ""
     citations: list[Citation] = field(default_factory=list)
     invalid_citations: list[int] = field(default_factory=list)
+    removed: list[SentenceCheck] = field(default_factory=list)  # model sentences the support check dropped
+    notices: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)  # the best candidate sentence's scores
     error: str | None = None
+    stopped: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
     message_id: int | None = None
     _pieces: Iterator[str] | None = None
+    _checked: bool = False
+    _stop: threading.Event = field(default_factory=threading.Event)
     _engine: Any = None
     _settings: RetrievalSettings | None = None
 
@@ -66,31 +81,64 @@ class Answer:
     def no_relevant_documents(self) -> bool:
         return self.path == "no_context"
 
+    @property
+    def refused(self) -> bool:
+        """No answer from the documents: nothing relevant, or nothing in the context answered."""
+        return self.path == "no_context" or (self.path == "rag" and not any(c.cited for c in self.citations))
+
+    def stop(self) -> None:
+        """Ask a running stream to end after its current piece; what was written so far is kept."""
+        self._stop.set()
+
     def stream(self) -> Iterator[str]:
-        """Text pieces as they come; the turn is stored when the stream ends (or fails)."""
+        """Text pieces as they come; the turn is stored when the stream ends (or fails, or is stopped)."""
         t = time.perf_counter()
         first = None
         parts: list[str] = []
+        pieces = self._pieces or iter(())
         try:
-            for piece in self._pieces or iter(()):
+            for piece in pieces:
                 if first is None:
                     first = (time.perf_counter() - t) * 1000
                 parts.append(piece)
                 yield piece
+                if self._stop.is_set():
+                    self.stopped = True
+                    break
         except LLMError as exc:
             self.error = str(exc)
             notice = f"\n\n⚠️ {exc} Your question is saved; try again or switch the model in Settings."
             parts.append(notice)
             yield notice
-        if self.path == "rag" and not self.error and prompts.echoes_prompt("".join(parts)):
-            fallback = extractive_answer(self.question, self.retrieval.standalone, self.blocks)
-            notice = "\n\n⚠️ The model repeated the prompt instead of answering; here are the closest passages.\n\n"
+        finally:
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()  # releases the model at once when stopped
+        if self.stopped:
+            parts.append("\n\n*(stopped)*")
+            yield parts[-1]
+        elif self.path == "rag" and not self.error and self._needs_fallback("".join(parts)):
+            fallback = extractive.render(extractive.choose(extractive.score_candidates(
+                self.retrieval.standalone, extractive.candidates(self.blocks), self._engine.embedder, self._engine.sparse.idf,
+                {b.number: b.hit.trace.get("relevance", 0.0) for b in self.blocks})))
+            reason = ("repeated the prompt instead of answering" if prompts.echoes_prompt("".join(parts))
+                      else "gave no answer its sources support")
+            notice = f"\n\n⚠️ The model {reason}; here are the passages that answer it.\n\n"
             yield notice + fallback
             parts = [notice.strip() + "\n\n" + fallback]
+        if self.removed:
+            self.notices.append(f"{len(self.removed)} sentence(s) of the model's answer were removed: they stated "
+                                + "; ".join(", ".join(r.unsupported) for r in self.removed[:3]) + ", which no cited passage contains.")
         self.timings_ms["first_token"] = first if first is not None else (time.perf_counter() - t) * 1000
         self.timings_ms["generation"] = (time.perf_counter() - t) * 1000
         self.text = "".join(parts).strip()
         self._finish()
+
+    def _needs_fallback(self, text: str) -> bool:
+        """A model answer that echoes the prompt, or (after the support check) cites no block, is replaced."""
+        if prompts.echoes_prompt(text):
+            return True
+        return self._checked and not re.search(r"\[\d{1,3}\]", text) and prompts.NOT_ENOUGH not in text
 
     def complete(self) -> "Answer":
         for _ in self.stream():
@@ -119,12 +167,20 @@ class Answer:
             "warnings": r.warnings, "candidates": r.candidates, "hits": rows, "dropped_blocks": self.dropped_blocks,
             "blocks": [{"number": b.number, "kind": b.kind, "label": b.label, "text": b.text} for b in self.blocks],
             "timings_ms": self.timings_ms, "threshold": self._settings.relevance_threshold if self._settings else None,
+            "support": self.support_report(),
         }
+
+    def support_report(self) -> dict[str, Any]:
+        """The support check as the inspector shows it: claims per sentence and what was removed."""
+        checks = [check_sentence(s, {b.number: b.text for b in self.blocks}) for s in split_sentences(self.text)] if self.path == "rag" else []
+        return {"checked": len(checks), "unsupported": [c.unsupported for c in checks if c.unsupported],
+                "removed": [{"sentence": r.sentence, "unsupported": r.unsupported} for r in self.removed]}
 
     def _finish(self) -> None:
         engine = self._engine
         self.citations, self.invalid_citations = citations_for(self.text, self.blocks)
-        meta = {"path": self.path, "backend": self.backend, "error": self.error, "timings_ms": self.timings_ms,
+        meta = {"path": self.path, "backend": self.backend, "error": self.error, "timings_ms": self.timings_ms, "notices": self.notices,
+                "stopped": self.stopped, "refused": self.refused,
                 "citations": [c.__dict__ for c in self.citations], "invalid_citations": self.invalid_citations,
                 "standalone": self.retrieval.standalone if self.retrieval else None, "inspector": self.inspector()}
         self.message_id = engine.chats.add_message(self.chat_id, "assistant", self.text, meta)
@@ -160,76 +216,112 @@ def citations_for(text: str, blocks: list[Block]) -> tuple[list[Citation], list[
     return out, invalid
 
 
-def extractive_answer(question: str, standalone: str, blocks: list[Block], limit: int = 3) -> str:
-    """No LLM: the sentences of the best blocks that share most words with the question (its own
-    words count twice: the words a follow-up borrowed from earlier turns only break ties), cited."""
-    own, borrowed = prompts.content_words(question), prompts.content_words(standalone)
-    picked = []
-    for block in blocks:
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", block.text) if len(s) > 20]
-        if not sentences:
-            continue
-        best = max(sentences, key=lambda s: (2 * len(prompts.content_words(s) & own) + len(prompts.content_words(s) & borrowed), -sentences.index(s)))
-        picked.append(f"{best.strip()} [{block.number}]")
-        if len(picked) == limit:
-            break
-    if not picked:
-        return prompts.NOT_ENOUGH
-    return "From your documents:\n\n" + "\n\n".join(f"- {p}" for p in picked)
-
-
 def _words(text: str) -> Iterator[str]:
     for piece in re.findall(r"\S+\s*", text):
         yield piece
 
 
-def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, llm: LLM | None) -> Answer:
-    """Everything up to the first token; ``Answer.stream()`` does the rest."""
+Status = Callable[[str], None]
+NO_DOCUMENT = "I found nothing in your documents that answers this"
+
+
+def _no_context_note(retrieval: Retrieval, threshold: float) -> str:
+    if not retrieval.hits:
+        return "There is nothing in your documents to search yet, so I cannot answer from them."
+    return (f"{NO_DOCUMENT} (the closest passage has relevance {retrieval.best_relevance:.2f}, below the threshold "
+            f"{threshold:.2f}).")
+
+
+def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, llm: LLM | None, status: Status | None = None) -> Answer:
+    """Everything up to the first token; ``Answer.stream()`` does the rest. ``status`` hears each stage
+    ("Searching your documents", "Reading 5 passages", "Writing the answer") as it starts."""
+    status = status or (lambda stage: None)
     config = engine.config
     chat = engine.chats.get(chat_id)
-    history = [{"role": m["role"], "content": m["content"]} for m in engine.chats.messages(chat_id, limit=10)]
+    history = [{"role": m["role"], "content": m["content"], "meta": m["meta"]} for m in engine.chats.messages(chat_id, limit=10)]
     engine.chats.add_message(chat_id, "user", message)  # before anything can fail
-    backend = llm.name if llm is not None else "none (extractive)"
+    backend = llm.name if llm is not None else EXTRACTIVE
     summary = chat["conversation_summary"]
     system_general = prompts.with_persona(prompts.GENERAL_SYSTEM, config.persona)
+    plain_history = [{"role": m["role"], "content": m["content"]} for m in history]
 
     def general_messages() -> list[dict[str, str]]:
         if summary:
             return [{"role": "system", "content": system_general}, {"role": "user", "content": f"Conversation summary: {summary}\n\n{message}"}]
-        return [{"role": "system", "content": system_general}, *history, {"role": "user", "content": message}]
+        return [{"role": "system", "content": system_general}, *plain_history, {"role": "user", "content": message}]
 
     answer = Answer(chat_id, message, "general", backend, _engine=engine, _settings=settings)
     if is_general_conversation(message):
-        answer._pieces = _generate(llm, general_messages(), config) if llm else _words("Hello! Ask me anything about your documents and voice notes.")
+        answer._pieces = _generate(llm, general_messages(), config) if llm else _words(GREETING)
         return answer
 
+    status("Searching your documents")
     retrieval = retrieve(engine, message, settings, llm, history, summary, config.llm_timeout_s)
     answer.retrieval = retrieval
     answer.timings_ms.update(retrieval.timings_ms)
     relevant = retrieval.relevant
     if not relevant:
         answer.path = "no_context"
-        best = retrieval.best_relevance
-        note = (f"No document was relevant enough (best relevance {best:.2f}, threshold {settings.relevance_threshold:.2f})."
-                if retrieval.hits else "There is nothing in your documents to search yet.")
-        answer._pieces = _generate(llm, general_messages(), config) if llm else _words(f"{note} {prompts.NOT_ENOUGH}")
+        note = _no_context_note(retrieval, settings.relevance_threshold)
+        if llm is not None and not getattr(llm, "local_small", False):
+            # a capable model may answer from what it knows, but the answer itself says so first
+            lead = f"{note} From general knowledge, not from your documents:\n\n"
+            answer._pieces = _prefixed(lead, _generate(llm, general_messages(), config))
+        else:  # the offline default states no facts of its own
+            answer._pieces = _words(note)
         return answer
 
     t = time.perf_counter()
     blocks = build_blocks(engine, retrieval.standalone, relevant, settings, llm, config.llm_timeout_s)
+    status(f"Reading {len(blocks)} passage{'s' if len(blocks) != 1 else ''}")
     answer.timings_ms["context"] = (time.perf_counter() - t) * 1000
     answer.path = "rag"
-    system = prompts.with_persona(prompts.RAG_SYSTEM, config.persona)
-    if llm is None:
+    if llm is None or getattr(llm, "local_small", False):
+        t = time.perf_counter()
         answer.blocks = blocks
-        answer._pieces = _words(extractive_answer(message, retrieval.standalone, blocks))
+        ranked = extractive.score_candidates(retrieval.standalone, extractive.candidates(blocks), engine.embedder, engine.sparse.idf,
+                                             {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks})
+        picked = extractive.choose(ranked)
+        if ranked:
+            best = ranked[0]
+            answer.evidence = {"score": best.score, "cosine": best.cosine, "overlap": best.overlap, "kind": best.kind,
+                               "relevance": retrieval.best_relevance}
+        if llm is not None and ranked:
+            picked = _model_pick(llm, retrieval.standalone, ranked, picked, config, answer)
+        answer.timings_ms["select"] = (time.perf_counter() - t) * 1000
+        status("Writing the answer")
+        answer._pieces = _words(extractive.render(picked) if picked else prompts.NOT_ENOUGH)
         return answer
+    system = prompts.with_persona(prompts.RAG_SYSTEM, config.persona)
     fixed = llm.count_tokens(system + prompts.rag_user_message(message, "", summary)) + 32
     budget = llm.context_tokens - config.llm_max_tokens - fixed
     answer.blocks, answer.dropped_blocks = fit(blocks, budget, llm.count_tokens)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": prompts.rag_user_message(message, render(answer.blocks), summary)}]
-    answer._pieces = _generate(llm, messages, config)
+    status("Writing the answer")
+    answer._pieces = checked_stream(_generate(llm, messages, config), answer.blocks, answer.removed)
+    answer._checked = True
     return answer
+
+
+def _model_pick(llm: LLM, question: str, ranked: list[extractive.Candidate], picked: list[extractive.Candidate], config,
+                answer: Answer) -> list[extractive.Candidate]:
+    """A small local model chooses which of the best candidate sentences answers (its reply constrained
+    to one of their numbers); the answer still quotes only the sentences themselves."""
+    options = ranked[:MODEL_OPTIONS]
+    try:
+        choice = choose_option(llm, prompts.pick_sentence(question, [c.text for c in options]), len(options), config.llm_timeout_s)
+    except LLMError as exc:
+        answer.notices.append(f"The model could not choose a sentence ({exc}); the best-scored sentences are quoted.")
+        return picked
+    if choice is None:
+        return picked
+    first = options[choice]
+    return [first] + [c for c in picked if c is not first][: extractive.Weights().max_sentences - 1]
+
+
+def _prefixed(lead: str, pieces: Iterator[str]) -> Iterator[str]:
+    yield lead
+    yield from pieces
 
 
 def _generate(llm: LLM, messages: list[dict[str, str]], config) -> Iterator[str]:
@@ -238,7 +330,7 @@ def _generate(llm: LLM, messages: list[dict[str, str]], config) -> Iterator[str]
 
 def updated_summary(llm: LLM | None, summary: str, question: str, answer: str, timeout_s: float) -> str:
     """The LLM's update when it is usable; otherwise a plain running list of what the user asked."""
-    if llm is not None:
+    if llm is not None and not getattr(llm, "local_small", False):  # a small model's summary is not worth its seconds
         try:
             output = complete(llm, [{"role": "user", "content": prompts.SUMMARY.format(summary=summary or "(none)", question=question, answer=answer[:800])}],
                               max_tokens=140, timeout_s=timeout_s)

@@ -30,7 +30,7 @@ class Block:
 
 
 def truncate_words(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    text = flat_lines(text)
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)
@@ -51,21 +51,31 @@ def _words(sentence: str) -> frozenset[str]:
 
 
 def dedupe_sentences(blocks: list[Block], overlap: float) -> list[Block]:
-    """Drop a sentence whose word set has Jaccard >= overlap with one already kept; drop emptied blocks."""
+    """Drop a sentence whose word set has Jaccard >= overlap with one already kept; drop emptied blocks.
+    Line breaks (table rows) are kept."""
     kept_sets: list[frozenset[str]] = []
     out = []
     for block in blocks:
-        sentences = []
-        for sentence in SENTENCE.split(block.text):
-            words = _words(sentence)
-            if words and any(len(words & k) / len(words | k) >= overlap for k in kept_sets):
-                continue
-            kept_sets.append(words)
-            sentences.append(sentence)
-        if sentences:
-            block.text = " ".join(sentences)
+        lines = []
+        for line in block.text.split("\n"):
+            sentences = []
+            for sentence in SENTENCE.split(line):
+                words = _words(sentence)
+                if words and any(len(words & k) / len(words | k) >= overlap for k in kept_sets):
+                    continue
+                kept_sets.append(words)
+                sentences.append(sentence)
+            if sentences:
+                lines.append(" ".join(sentences))
+        if lines:
+            block.text = "\n".join(lines)
             out.append(block)
     return out
+
+
+def flat_lines(text: str) -> str:
+    """Spaces folded within each line; line breaks (rows of a table, list items) kept."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
 
 def build_blocks(engine, question: str, hits: list[Hit], settings: RetrievalSettings, llm: LLM | None, timeout_s: float = 60.0) -> list[Block]:
@@ -78,7 +88,7 @@ def build_blocks(engine, question: str, hits: list[Hit], settings: RetrievalSett
             if parent is not None:
                 parents_added.add(parent_id)
                 blocks.append(Block(truncate_words(parent["text"], settings.parent_context_max_chars), hit, "parent"))
-        text = " ".join(hit.text.split())
+        text = flat_lines(hit.text)
         if settings.compression and llm is not None:
             text = compress(llm, question, text, timeout_s)
         blocks.append(Block(text, hit, "chunk"))

@@ -86,13 +86,14 @@ class Engine(IngestMixin):
     def retrieve(self, question: str, settings: RetrievalSettings | None = None, chat_id: str | None = None) -> Retrieval:
         history, summary = [], ""
         if chat_id:
-            history = [{"role": m["role"], "content": m["content"]} for m in self.chats.messages(chat_id, limit=10)]
+            history = [{"role": m["role"], "content": m["content"], "meta": m["meta"]} for m in self.chats.messages(chat_id, limit=10)]
             summary = self.chats.get(chat_id)["conversation_summary"]
         return retrieve(self, question, settings or RetrievalSettings(), self.llm, history, summary, self.config.llm_timeout_s)
 
-    def ask(self, chat_id: str, message: str, settings: RetrievalSettings | None = None) -> Answer:
-        """Start a turn: the user's message is stored at once; iterate ``answer.stream()`` for the text."""
-        return start_turn(self, chat_id, message, settings or RetrievalSettings(), self.llm)
+    def ask(self, chat_id: str, message: str, settings: RetrievalSettings | None = None, status: Callable[[str], None] | None = None) -> Answer:
+        """Start a turn: the user's message is stored at once; iterate ``answer.stream()`` for the text.
+        ``status`` hears each stage as it starts (searching, reading N passages, writing)."""
+        return start_turn(self, chat_id, message, settings or RetrievalSettings(), self.llm, status)
 
     def update_summary(self, chat_id: str, question: str, answer: str) -> str:
         summary = updated_summary(self.llm, self.chats.get(chat_id)["conversation_summary"], question, answer, self.config.llm_timeout_s)

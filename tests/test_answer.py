@@ -121,8 +121,18 @@ def test_threshold_sends_off_topic_questions_to_the_no_context_path(shop):
     chat = shop.chats.create()
     answer = shop.ask(chat, "Who won the football world cup in 2018?").complete()
     assert answer.path == "no_context" and answer.no_relevant_documents
-    assert "No document was relevant enough" in answer.text and NOT_ENOUGH in answer.text
+    assert answer.text.startswith("I found nothing in your documents that answers this") and "threshold 0.35" in answer.text
+    assert answer.refused and not answer.citations
     assert all(not h.trace["passed_threshold"] for h in answer.retrieval.hits)
+    small = ScriptedLLM(default="France won the 2018 World Cup.")
+    small.local_small = True  # the offline default's model: it states no facts of its own
+    shop.use_llm(llm=small)
+    quiet = shop.ask(chat, "Who won the football world cup in 2018?").complete()
+    assert quiet.path == "no_context" and "France" not in quiet.text and not small.calls
+    shop.use_llm(llm=ScriptedLLM(default="France won the 2018 World Cup."))  # a capable model may, and says where it comes from
+    general = shop.ask(chat, "Who won the football world cup in 2018?").complete()
+    assert general.text.startswith("I found nothing in your documents") and "From general knowledge, not from your documents" in general.text
+    assert general.text.index("France") > general.text.index("not from your documents")
     strict = shop.retrieve("Aurora espresso pump", RetrievalSettings(relevance_threshold=1.0))
     assert strict.relevant == [] and strict.hits
 

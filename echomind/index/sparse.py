@@ -169,6 +169,14 @@ class SparseIndex:
             rowids = self.doc_rowid
             return [(rowids[i], float(scores[i])) for i in order]
 
+    def idf(self, term: str) -> float:
+        """How rare an analysed term is in the library (Lucene's idf; a term no chunk holds is rarest)."""
+        with self._lock:
+            n = len(self.slot)
+            tid = self.vocab.get(term)
+            df = self.df[tid] if tid is not None else 0
+            return float(np.log1p((n - df + 0.5) / (df + 0.5))) if n else 1.0
+
     def coverage(self, query: str, rowid: int) -> float:
         """Share of the query's terms found in this chunk: the relevance scale when no embedder answers."""
         terms = set(self.analyze(query))

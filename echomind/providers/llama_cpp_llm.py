@@ -9,6 +9,10 @@ from typing import Iterator
 
 
 class LlamaCppLLM:
+    # A 135M model writes fluent text with invented figures: answers only choose among the context's
+    # sentences (``choose``) and it never answers from its own knowledge.
+    local_small = True
+
     def __init__(self, path: Path, context_tokens: int = 4096, threads: int | None = None):
         from llama_cpp import Llama
 
@@ -26,6 +30,17 @@ class LlamaCppLLM:
                 piece = chunk["choices"][0]["delta"].get("content")
                 if piece:
                     yield piece
+
+    def choose(self, messages: list[dict], options: int) -> int | None:
+        """The number of one option, the reply constrained by a grammar to "1".."options"."""
+        from llama_cpp import LlamaGrammar
+
+        alternatives = " | ".join(f'"{n}"' for n in range(1, options + 1))
+        grammar = LlamaGrammar.from_string(f"root ::= {alternatives}", verbose=False)
+        with self._lock:
+            out = self.llama.create_chat_completion(messages=messages, max_tokens=3, temperature=0.0, grammar=grammar)
+        text = (out["choices"][0]["message"].get("content") or "").strip()
+        return int(text) - 1 if text.isdigit() and 1 <= int(text) <= options else None
 
     def count_tokens(self, text: str) -> int:
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))

@@ -8,6 +8,7 @@ backend from settings: "auto" is Ollama if a server answers, else the embedded G
 from __future__ import annotations
 
 import importlib.util
+import re
 import time
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -43,6 +44,21 @@ def stream_with_deadline(llm: LLM, messages: list[Message], max_tokens: int, tem
         raise
     except Exception as exc:  # connection refused, HTTP errors, a stream that dies halfway
         raise LLMError(f"{llm.name} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+
+
+def choose_option(llm: LLM, messages: list[Message], options: int, timeout_s: float = 120.0) -> int | None:
+    """Which of ``options`` numbered choices the model picks (0-based), or None if it gave no number in
+    range. A backend with ``choose`` constrains its reply to the numbers (a llama.cpp grammar), so even
+    a tiny model cannot write anything else; others are asked for a number and parsed."""
+    if hasattr(llm, "choose"):
+        try:
+            return llm.choose(messages, options)
+        except Exception as exc:  # noqa: BLE001 - the same wording as every other model failure
+            raise LLMError(f"{llm.name} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    reply = complete(llm, messages, max_tokens=4, timeout_s=timeout_s)
+    match = re.search(r"\d+", reply)
+    number = int(match.group(0)) if match else 0
+    return number - 1 if 1 <= number <= options else None
 
 
 def smollm2_path() -> Path | None:
