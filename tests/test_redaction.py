@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, SHARED, doc
 from echomind.chunking import DocType, Sensitivity, chunk_segments
-from echomind.chunking.sanitize import document_sensitivity, find_pii, redact
+from echomind.chunking.sanitize import document_sensitivity, find_pii, redact, redaction_tokens
 from echomind.parsing import parse_bytes
 from echomind.pii_eval import LINES, evaluate
 
@@ -63,6 +63,12 @@ def test_filings_keep_every_figure_and_lose_their_cover_phone(filings, name):
     assert table_lines > 100  # the check above really ran over the statements
     assert result.doc_type is not DocType.SENSITIVE
     assert document_sensitivity(parsed.text) is Sensitivity.LOW  # one switchboard number is not a document about persons
+
+
+def test_every_redaction_is_a_visible_token_naming_its_kind():
+    text = "Mail jane.doe@example.org or call (415) 555-2671; card 4111 1111 1111 1111."
+    clean, counts = redact(text)
+    assert [label for _, _, label in redaction_tokens(clean)] == ["EMAIL", "PHONE", "CARD"] == list(counts)
 
 
 def test_redaction_can_be_switched_off_for_a_filing(filings):
@@ -125,6 +131,8 @@ def test_labelled_lines_said_to_come_from_shared_files_really_do(filings):
     "Population 1 234 567 in 2021",
     "Operating lease liabilities 1 379 1 512",
     "technology 442 (244) 198 4460 (221) 225",  # a phone's shape, but cells of a row
+    "Accession Number 0000320193-23-000077",
+    "SIC 3571 IRS No. 942404110",
 ])
 def test_look_alikes_from_real_documents_stay(text):
     assert find_pii(text) == [], [text[s:e] for s, e, _ in find_pii(text)]
@@ -139,6 +147,7 @@ def test_look_alikes_from_real_documents_stay(text):
     ("cell 312 555 0177, home 312 555 0123", "312 555 0123", "PHONE"),
     ("Ring 020 7946 0958 after six", "020 7946 0958", "PHONE"),
     ("Card on file: 4111-1111-1111-1111 exp 09/27", "4111-1111-1111-1111", "CARD"),
+    ("Card 4111 1111 1111 1111 123", "4111 1111 1111 1111", "CARD"),
 ])
 def test_real_pii_is_still_found(text, value, label):
     start = text.index(value)

@@ -25,7 +25,7 @@ PHONE_WORDS = re.compile(
 OTHER_NUMBER_WORDS = re.compile(
     r"\b(?:(?:file|case|part)\s*(?:no\b\.?|nos\b\.?|number|nr\b|#)|isbn|issn|doi|zip|postal|postcode|plz|order|invoice|docket|"
     r"patent|serial|model|lot|batch|eudract|nct|pmid|grant|contract|registration|cusip|cik|ein|commission|version|ref|"
-    r"reference|ticket|employer|identification|page|pages|pp|figure|fig|table|isin|sku|ean|upc|gtin)\b",
+    r"reference|ticket|employer|identification|irs|sic|page|pages|pp|figure|fig|table|isin|sku|ean|upc|gtin)\b",
     re.I,
 )
 CARD_WORDS = re.compile(r"\b(?:card|visa|mastercard|amex|american express|discover|maestro|cc|credit|debit)\b", re.I)
@@ -52,10 +52,14 @@ def _line_after(text: str, end: int, width: int = 20) -> str:
     return text[end:min(len(text) if line_end < 0 else line_end, end + width)]
 
 
-def _labelled_as_phone(text: str, start: int) -> bool:
-    """A phone label right before the number, with nothing but punctuation and small words between."""
+def _labelled(text: str, start: int, words: re.Pattern) -> bool:
+    """A label right before the number, with nothing but punctuation and small words between."""
     before = _line_before(text, start)
-    return any(LABEL_GAP.fullmatch(before[m.end():]) for m in PHONE_WORDS.finditer(before))
+    return any(LABEL_GAP.fullmatch(before[m.end():]) for m in words.finditer(before))
+
+
+def _labelled_as_phone(text: str, start: int) -> bool:
+    return _labelled(text, start, PHONE_WORDS)
 
 
 def _labelled_as_other(text: str, start: int, own: re.Pattern = PHONE_WORDS) -> bool:
@@ -99,7 +103,9 @@ def _card(text: str, start: int, end: int) -> bool:
     groups = re.split(r"[ -]", match)
     if len(groups) > 1 and all(YEAR.fullmatch(g) for g in groups):
         return False  # "2023 2024 2025 2026": column headings
-    if _in_figure_run(text, start, end) or _labelled_as_other(text, start, CARD_WORDS):
+    if _labelled_as_other(text, start, CARD_WORDS):
+        return False
+    if _in_figure_run(text, start, end) and not _labelled(text, start, CARD_WORDS):
         return False
     return CARD_ISSUERS.fullmatch(digits) is not None and _luhn(digits) and len(set(digits)) > 1
 
@@ -204,13 +210,14 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("EMAIL", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), lambda *_: True),
     Pattern("ID", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"), _iban),
     Pattern("SSN", re.compile(rf"{START}\d{{3}}-\d{{2}}-\d{{4}}{END}"), _ssn),
-    # Card form: 4-4-4-4(-3) or Amex 4-6-5 with one separator throughout, or 13-19 digits unbroken.
-    Pattern("CARD", re.compile(rf"{START}(?:\d{{4}}([ -]?)\d{{4}}\1\d{{4}}\1\d{{4}}(?:\1\d{{3}})?|\d{{4}}([ -]?)\d{{6}}\2\d{{4,5}}|\d{{13,19}}){END}"), _card),
+    # Card form: 4-4-4-4 or Amex 4-6-5 with one separator throughout, or 13-19 digits unbroken.
+    Pattern("CARD", re.compile(rf"{START}(?:\d{{4}}([ -]?)\d{{4}}\1\d{{4}}\1\d{{4}}|\d{{4}}([ -]?)\d{{6}}\2\d{{4,5}}|\d{{13,19}}){END}"), _card),
     Pattern("PHONE", re.compile(rf"(?<![\w+.,])(?:\+\d{{1,3}}|00[1-9]\d{{0,2}})(?:[ .-]?\(0\))?(?:[ .-]?\(\d{{1,5}}\)|[ .-]?\d{{1,5}})(?:[ .-]\d{{1,8}}){{0,5}}{END}"), _phone_intl),
     Pattern("PHONE", re.compile(rf"{START}(?:1[ .-]?)?(?:\([2-9]\d\d\)[ .-]?|[2-9]\d\d[ .-])[2-9]\d\d[ .-]\d{{4}}{END}"), _phone_nanp),
     Pattern("PHONE", re.compile(rf"(?<![\w.,+/\-−])(?:\(0[1-9]\d{{0,3}}\)[ .-]?|0[1-9]\d{{0,3}}[ .-])\d{{2,8}}(?:[ .-]\d{{2,8}}){{0,4}}{END}"), _phone_trunk),
     Pattern("PHONE", re.compile(rf"{START}\d{{1,5}}(?:[ .-]\d{{1,8}}){{1,5}}{END}"), _phone_labelled),  # never across lines
-    Pattern("ID", re.compile(r"(?<![\w.,])\d{9,}(?![.,]\d|\w)"), _long_id),  # not inside hex hashes or codes
+    # Not inside hex hashes, decimals or hyphenated codes (EDGAR accession numbers 0000320193-23-000077).
+    Pattern("ID", re.compile(r"(?<![\w.,\-])\d{9,}(?![.,\-]\d|\w)"), _long_id),
 )
 
 
@@ -241,6 +248,15 @@ class Sanitized:
     redacted: bool
     sensitivity_level: Sensitivity
     counts: Counter
+
+
+LABELS = ("EMAIL", "ID", "SSN", "CARD", "PHONE")
+REDACTION_TOKEN = re.compile(r"\[REDACTED_(EMAIL|ID|SSN|CARD|PHONE)\]")
+
+
+def redaction_tokens(text: str) -> list[tuple[int, int, str]]:
+    """Where a stored chunk text was redacted and what was there, e.g. for the chunk browser to mark."""
+    return [(m.start(), m.end(), m.group(1)) for m in REDACTION_TOKEN.finditer(text)]
 
 
 def redact(text: str) -> tuple[str, Counter]:
