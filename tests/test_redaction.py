@@ -148,6 +148,7 @@ def test_look_alikes_from_real_documents_stay(text):
     ("Ring 020 7946 0958 after six", "020 7946 0958", "PHONE"),
     ("Card on file: 4111-1111-1111-1111 exp 09/27", "4111-1111-1111-1111", "CARD"),
     ("Card 4111 1111 1111 1111 123", "4111 1111 1111 1111", "CARD"),
+    ("Please see page 3 of the form. Questions: (415) 555-2671", "(415) 555-2671", "PHONE"),  # "page" labels the 3 only
 ])
 def test_real_pii_is_still_found(text, value, label):
     start = text.index(value)

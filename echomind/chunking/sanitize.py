@@ -63,12 +63,9 @@ def _labelled_as_phone(text: str, start: int) -> bool:
 
 
 def _labelled_as_other(text: str, start: int, own: re.Pattern = PHONE_WORDS) -> bool:
-    """The nearest label before the number names something else (a file number, an ISBN, a ZIP code)
-    rather than what the number is taken for (``own``: phone words, card words)."""
-    before = _line_before(text, start)
-    other = [m.end() for m in OTHER_NUMBER_WORDS.finditer(before)]
-    mine = [m.end() for m in own.finditer(before)]
-    return bool(other) and (not mine or max(other) > max(mine))
+    """The number's own label names something else (a file number, an ISBN, an order) and no label of
+    what it is taken for (``own``: phone words, card words) stands as close; words further back do not count."""
+    return _labelled(text, start, OTHER_NUMBER_WORDS) and not _labelled(text, start, own)
 
 
 def _in_figure_run(text: str, start: int, end: int) -> bool:
