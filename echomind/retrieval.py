@@ -78,18 +78,42 @@ def expand(question: str, settings: RetrievalSettings, llm: LLM | None, timeout_
     return [question] + variants, intent
 
 
+# The date a document is about (meta_json doc_date, read at ingestion), else the day it was uploaded.
+DOC_DATE_SQL = "COALESCE(json_extract(d.meta_json, '$.doc_date'), substr(d.created_at, 1, 10))"
+
+
+def document_date(doc) -> str:
+    """ISO date (or timestamp) that the time window, date filters and recency decay use for a document."""
+    try:
+        meta = json.loads(doc["meta_json"] or "{}")
+    except (TypeError, ValueError):
+        meta = {}
+    return meta.get("doc_date") or doc["created_at"]
+
+
 def allowed_rowids(store, settings: RetrievalSettings) -> set[int] | None:
-    """Rowids that pass the document, type and time-window filters (None: no filter)."""
+    """Rowids that pass the document, source, file type, date and time-window filters (None: no filter).
+    Dates are the document's own (a filing's period end), the upload day only when it has none."""
     clauses, params = [], []
     if settings.doc_ids:
         clauses.append(f"d.id IN ({','.join('?' * len(settings.doc_ids))})")
         params.extend(settings.doc_ids)
     if settings.source_type != "all":
         clauses.append("json_extract(d.meta_json, '$.type') IS " + ("'transcript'" if settings.source_type == "transcripts" else "NOT 'transcript'"))
+    if settings.file_types:
+        clauses.append(f"d.filetype IN ({','.join('?' * len(settings.file_types))})")
+        params.extend(settings.file_types)
+    if settings.date_from:
+        clauses.append(f"{DOC_DATE_SQL} >= ?")
+        params.append(settings.date_from)
+    if settings.date_to:
+        clauses.append(f"substr({DOC_DATE_SQL}, 1, 10) <= ?")
+        params.append(settings.date_to)
     days = TIME_WINDOWS[settings.time_window]
-    if days:
-        clauses.append("d.created_at >= ?")
-        params.append(datetime.fromtimestamp(time.time() - days * 86400, timezone.utc).isoformat(timespec="seconds"))
+    if days:  # a doc_date is a day: it is in the window if that day is not older than the cutoff's day
+        cutoff = datetime.fromtimestamp(time.time() - days * 86400, timezone.utc)
+        clauses.append("(CASE WHEN json_extract(d.meta_json, '$.doc_date') IS NOT NULL THEN json_extract(d.meta_json, '$.doc_date') >= ? ELSE d.created_at >= ? END)")
+        params.extend([cutoff.date().isoformat(), cutoff.isoformat(timespec="seconds")])
     if not clauses:
         return None
     rows = store.query(f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.is_parent = 0 AND {' AND '.join(clauses)}", params)
@@ -139,7 +163,7 @@ def retrieve(engine, question: str, settings: RetrievalSettings, llm: LLM | None
         trace["is_transcript"] = meta.get("type") == "transcript"
         factor = 1.0
         if settings.recency_halflife_days > 0 and doc is not None:
-            decay = max(settings.recency_floor, math.exp(-_age_days(doc["created_at"]) / settings.recency_halflife_days))
+            decay = max(settings.recency_floor, math.exp(-_age_days(document_date(doc)) / settings.recency_halflife_days))
             trace["recency"] = decay
             factor *= decay
         if settings.tag_boost > 0 and trace["is_transcript"] and meta.get("tags"):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ def _from_dict(cls: type, values: dict[str, Any]):
 
 LLM_BACKENDS = ("auto", "ollama", "embedded", "none")
 TIME_WINDOWS = {"all": None, "24h": 1.0, "48h": 2.0, "1w": 7.0}
+FILE_TYPES = ("pdf", "docx", "pptx", "pptm", "txt", "md", "csv", "xlsx", "text")  # documents.filetype today; "text": notes, transcripts
 
 
 @dataclass
@@ -146,6 +149,9 @@ class RetrievalSettings:
     show_sources: bool = True
     doc_ids: tuple[str, ...] = ()  # restrict to these documents
     source_type: str = "all"  # all | documents | transcripts
+    file_types: tuple[str, ...] = ()  # only these file types (pdf, docx, ..., "text" for notes); () = all
+    date_from: str = ""  # ISO YYYY-MM-DD, inclusive: the document's own date (upload date when it has none)
+    date_to: str = ""
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.k_per_query < 1:
@@ -161,6 +167,21 @@ class RetrievalSettings:
         if self.rerank_candidates < 1 or self.rerank_top_n < 1 or self.parent_context_max_chars < 100:
             raise ValueError("rerank_candidates and rerank_top_n must be >= 1; parent_context_max_chars >= 100")
         self.doc_ids = tuple(self.doc_ids)
+        self.file_types = tuple(str(t).lower().lstrip(".") for t in self.file_types)
+        bad = [t for t in self.file_types if not re.fullmatch(r"[a-z0-9]{1,10}", t)]
+        if bad:
+            raise ValueError(f"file_types are short names such as {', '.join(FILE_TYPES[:4])}, not {', '.join(map(repr, bad))}")
+        for name in ("date_from", "date_to"):
+            value = getattr(self, name)
+            value = value.isoformat() if hasattr(value, "isoformat") else str(value or "").strip()
+            try:
+                if value:
+                    date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"{name} must be a date written YYYY-MM-DD, not {value!r}") from None
+            setattr(self, name, value)
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError(f"date_from ({self.date_from}) is after date_to ({self.date_to})")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "RetrievalSettings":

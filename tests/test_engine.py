@@ -150,9 +150,9 @@ def test_chunks_carry_their_document_title_and_section_into_the_index(engine):
     engine.ingest_bytes("handbook.md", md)
     chunks = [c for c in engine.document_chunks(engine.documents()[0]["id"])]
     last = chunks[-1]
-    assert last["source"]["context"] == "Greenhouse handbook > Tomatoes" and last["text"] == "# Tomatoes Pinch the side shoots every week."
+    assert last["source"]["context"] == "handbook · Greenhouse handbook > Tomatoes" and last["text"] == "# Tomatoes Pinch the side shoots every week."
     middle = chunks[len(chunks) // 2]
-    assert middle["source"]["context"] == "Greenhouse handbook > Watering" and "Greenhouse" not in middle["text"]
+    assert middle["source"]["context"] == "handbook · Greenhouse handbook > Watering" and "Greenhouse" not in middle["text"]
     hit = engine.search("greenhouse handbook watering", RetrievalSettings(top_k=1)).hits[0]
     assert hit.source["section"] == "Watering"  # found through its header, though its text names neither
 

@@ -7,10 +7,12 @@ import dataclasses
 
 import streamlit as st
 
-from ..settings import TIME_WINDOWS, RetrievalSettings
+from ..settings import FILE_TYPES, TIME_WINDOWS, RetrievalSettings
+from .state import get_engine
 
 DEFAULTS = RetrievalSettings()
 PREFIX = "knob_"
+DATES = ("date_from", "date_to")  # date widgets hold a date or None; settings hold "YYYY-MM-DD" or ""
 
 
 def _key(name: str) -> str:
@@ -24,7 +26,8 @@ def _reset() -> None:
 
 def knobs() -> RetrievalSettings:
     for f in dataclasses.fields(RetrievalSettings):
-        st.session_state.setdefault(_key(f.name), getattr(DEFAULTS, f.name))
+        default = getattr(DEFAULTS, f.name)
+        st.session_state.setdefault(_key(f.name), None if f.name in DATES else list(default) if isinstance(default, tuple) else default)
     side = st.sidebar
     side.subheader("Retrieval knobs")
     with side.expander("Search", expanded=True):
@@ -44,6 +47,12 @@ def knobs() -> RetrievalSettings:
         st.number_input("Tag boost factor (0 = off)", 0.0, 2.0, step=0.1, key=_key("tag_boost"))
         st.toggle("Prefer uploaded documents in near-ties", key=_key("prefer_authoritative"))
         st.selectbox("Search in", ["all", "documents", "transcripts"], key=_key("source_type"))
+        in_library = {d["filetype"] for d in get_engine().documents()}
+        st.multiselect("File types (none = all)", sorted(in_library | set(st.session_state[_key("file_types")])) or list(FILE_TYPES),
+                       key=_key("file_types"), placeholder="All file types")
+        st.date_input("Documents dated from", key=_key("date_from"), format="YYYY-MM-DD",
+                      help="The document's own date (a filing's period end, front-matter, a date in the file name); the upload day when it has none.")
+        st.date_input("Documents dated up to", key=_key("date_to"), format="YYYY-MM-DD")
     with side.expander("Rerank and context"):
         st.toggle("LLM rerank", key=_key("rerank"))
         st.number_input("Rerank candidates", 1, 50, key=_key("rerank_candidates"))
@@ -55,6 +64,9 @@ def knobs() -> RetrievalSettings:
     side.button("Reset to defaults", on_click=_reset, width="stretch")
     values = {f.name: st.session_state[_key(f.name)] for f in dataclasses.fields(RetrievalSettings)}
     values["doc_ids"] = tuple(st.session_state.get("doc_filter", ()))
+    values["file_types"] = tuple(values["file_types"] or ())
+    for name in DATES:
+        values[name] = values[name].isoformat() if values[name] else ""
     try:
         return RetrievalSettings(**values)
     except ValueError as exc:
