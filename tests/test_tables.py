@@ -13,6 +13,7 @@ import pptx
 import pytest
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
+from pptx.exc import InvalidXmlError
 from pptx.util import Inches
 
 from echomind.chunking import chunk_segments
@@ -280,3 +281,12 @@ def test_damaged_office_files_get_specific_messages_not_library_errors():
     with pytest.raises(CorruptFile, match="not a readable PowerPoint file") as raised:
         parse_bytes(deck, "broken.pptx")
     assert not RAW_ERROR.search(str(raised.value))
+
+
+def test_a_pptx_table_python_pptx_cannot_read_keeps_its_rows_with_a_warning():
+    bad = rewrite_part(make_pptx(), "ppt/slides/slide2.xml", lambda content: content.replace(b"<a:tc>", b'<a:tc hMerge="maybe">', 1))
+    with pytest.raises(InvalidXmlError):  # python-pptx itself cannot read that merge flag
+        [cell.is_spanned for row in pptx.Presentation(io.BytesIO(bad)).slides[1].shapes[1].table.rows for cell in row.cells]
+    parsed, result = chunked(bad, "bad.pptx")
+    assert parsed.warnings and "slide 2" in parsed.warnings[0] and not RAW_ERROR.search(parsed.warnings[0])
+    assert_whole_rows_under_header(table_chunks(result.chunks), HEADER, row_lines())

@@ -28,6 +28,8 @@ MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fall
 _CAPTION_TEXT = re.compile(r"^(?:table|tab\.)\s*(?:\d+|[IVX]+)\b", re.I)
 _TRS = etree.XPath("./w:tr | ./w:sdt/w:sdtContent/w:tr", namespaces={"w": W})
 _TCS = etree.XPath("./w:tc | ./w:sdt/w:sdtContent/w:tc", namespaces={"w": W})
+_A_TRS = etree.XPath(".//a:tbl/a:tr", namespaces={"a": A})
+_A_TCS = etree.XPath("./a:tc", namespaces={"a": A})
 _XML = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True)
 
 
@@ -231,8 +233,12 @@ def parse_pptx(data: bytes, filename: str, filetype: str = "pptx") -> ParsedDocu
     tables = _TableCounter()
     for number, slide in enumerate(slides, start=1):
         mark = tables.value
+        unmerged: list[int] = []
         try:
-            segments.extend(_slide_segments(slide, number, tables))
+            segments.extend(_slide_segments(slide, number, tables, unmerged))
+            if unmerged:
+                warnings.append(f"'{filename}': the merged cells of a table on slide {number} could not be read (its layout is malformed); "
+                                "its rows are indexed with the text each cell holds.")
         except Exception as exc:
             if not _library_failure(exc):
                 raise
@@ -255,7 +261,7 @@ class _TableCounter:
         return self.value
 
 
-def _slide_segments(slide, number: int, tables: _TableCounter) -> list[Segment]:
+def _slide_segments(slide, number: int, tables: _TableCounter, unmerged: list[int]) -> list[Segment]:
     """The slide's text as one segment per stretch between tables, each table as one segment per row."""
     title = None
     if slide.shapes.title is not None and slide.shapes.title.has_text_frame:
@@ -269,7 +275,7 @@ def _slide_segments(slide, number: int, tables: _TableCounter) -> list[Segment]:
             segments.append(Segment(text=text, slide=number, section=title))
         lines.clear()
 
-    for item in _shape_items(slide.shapes):
+    for item in _shape_items(slide.shapes, unmerged):
         if isinstance(item, str):
             lines.append(item)
         else:
@@ -283,18 +289,25 @@ def _slide_segments(slide, number: int, tables: _TableCounter) -> list[Segment]:
     return segments
 
 
-def _shape_items(shapes) -> Iterator[str | list[list[str]]]:
-    """Text lines of the shapes in order; a table comes as its rows of cells."""
+def _shape_items(shapes, unmerged: list[int]) -> Iterator[str | list[list[str]]]:
+    """Text lines of the shapes in order; a table comes as its rows of cells (read from its XML, merges
+    ignored, when python-pptx cannot lay it out: ``unmerged`` then records it)."""
     for shape in shapes:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
-            yield from _shape_items(shape.shapes)
+            yield from _shape_items(shape.shapes, unmerged)
             continue
         if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             text = shape.text_frame.text.strip()
             if text:
                 yield text
         if getattr(shape, "has_table", False) and shape.has_table:
-            rows = _pptx_table_cells(shape.table)
+            try:
+                rows = _pptx_table_cells(shape.table)
+            except Exception as exc:
+                if not _library_failure(exc):
+                    raise
+                unmerged.append(1)
+                rows = [[" ".join(_xml_paragraphs(tc, A)) for tc in _A_TCS(tr)] for tr in _A_TRS(shape._element)]
             if any(any(c.strip() for c in row) for row in rows):
                 yield rows
         if getattr(shape, "has_chart", False) and shape.has_chart:
