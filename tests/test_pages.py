@@ -63,6 +63,56 @@ def test_upload_page_lists_deletes_and_browses_chunks(data_dir):
     assert "Deleted linn.txt" in at.success[0].value
 
 
+def _button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_upload_page_explains_refusals_keeps_them_until_dismissed_and_unlocks(data_dir):
+    """Any file goes through the widget; the legacy .doc gets the engine's reason and stays listed
+    across reruns until dismissed; the locked PDF's form and error go once it is unlocked."""
+    at = page("upload").run()
+    assert not at.exception and at.file_uploader[0].allowed_type == []  # no type filter in the widget
+    at.file_uploader[0].set_value([("old.doc", doc("doc_legacy-duplicate-paragraphs.doc"), "application/msword"),
+                                   ("locked.pdf", doc("pdf_enc_crazyones-aes256.pdf"), "application/pdf"),
+                                   ("linn.txt", doc("groundtruth_linn.txt"), "text/plain")])
+    _button(at, "Add to library").click().run()
+    assert not at.exception
+    assert any("old.doc" in e.value and "DOCX" in e.value for e in at.error)
+    assert any(s.value.startswith("linn.txt: indexed") for s in at.success)
+    assert "locked.pdf" in " ".join(m.value for m in at.markdown) and any(t.label == "Password" for t in at.text_input)
+    at.run()  # another rerun (any widget): the refusal is still listed
+    assert any("old.doc" in e.value for e in at.error)
+
+    at.text_input(key="pw-locked.pdf").set_value("wrong")
+    _button(at, "Unlock and add").click().run()
+    assert not at.exception and any(t.label == "Password" for t in at.text_input)  # still locked, says why
+    assert "password" in " ".join(c.value for c in at.caption).lower()
+    at.text_input(key="pw-locked.pdf").set_value("password")
+    _button(at, "Unlock and add").click().run()
+    assert not at.exception and not any(t.label == "Password" for t in at.text_input)
+    assert any(s.value.startswith("locked.pdf: indexed") for s in at.success)
+    assert not any("locked.pdf" in e.value for e in at.error) and {d["filename"] for d in get_engine().documents()} == {"linn.txt", "locked.pdf"}
+
+    next(b for b in at.button if b.key == "dismiss-old.doc").click().run()
+    assert not at.exception and not any("old.doc" in e.value for e in at.error)
+
+
+def test_chunk_browser_shows_every_redaction_and_the_documents_date(data_dir):
+    engine = get_engine()
+    text = ("---\ntitle: Supplier contacts\ndate: 2023-03-14\n---\n# Contacts\nCall Jane at +1 415 555 0132 or mail jane.doe@example.com. "
+            "Backup: john.roe@example.org. The order total was 1,250 units.\n")
+    engine.ingest_bytes("contacts.md", text.encode())
+    at = page("upload").run()
+    assert not at.exception
+    info = " ".join(m.value for m in at.markdown)
+    assert "Supplier contacts" in info and "2023-03-14" in info and "front-matter" in info
+    assert "2 email, 1 phone" in info
+    shown = at.get("html")[0].proto.body
+    assert shown.count("<mark") == 3 and "[REDACTED_PHONE]</mark>" in shown and "1,250 units" in shown
+    library = at.dataframe[0].value
+    assert library["date"][0] == "2023-03-14" and library["title"][0] == "Supplier contacts"
+
+
 def test_transcripts_page_adds_searches_and_deletes(data_dir):
     at = page("transcripts").run()
     at.text_area[0].set_value("Voice note: buy tomato seeds and compost for the garden on Saturday.")
@@ -140,3 +190,29 @@ def test_lab_page_deletes_a_test_set_but_not_the_documents(data_dir):
     next(b for b in lab.button if b.label == "Delete this test set").click().run()
     assert not lab.exception and [s["id"] for s in engine.lab.sets()] == [keep]
     assert engine.store.query("SELECT COUNT(*) FROM lab_questions")[0][0] == 0 and len(engine.documents()) == 1
+
+
+def _sidebar_script():
+    import streamlit as st
+
+    from echomind.ui.sidebar import knobs
+
+    st.session_state["knobs_out"] = knobs()
+
+
+def test_sidebar_filters_by_file_type_and_document_date(data_dir):
+    import datetime
+
+    get_engine().ingest_bytes("linn.txt", doc("groundtruth_linn.txt"))
+    at = AppTest.from_function(_sidebar_script, default_timeout=60).run()
+    assert not at.exception and at.session_state["knobs_out"] == RetrievalSettings()
+    types = next(m for m in at.multiselect if m.label.startswith("File types"))
+    assert types.options == ["txt"]
+    types.set_value(["txt"])
+    next(d for d in at.date_input if d.label == "Documents dated from").set_value(datetime.date(2023, 1, 1))
+    at.run()
+    chosen = at.session_state["knobs_out"]
+    assert chosen.file_types == ("txt",) and chosen.date_from == "2023-01-01" and chosen.date_to == ""
+    next(d for d in at.date_input if d.label == "Documents dated up to").set_value(datetime.date(2022, 1, 1))
+    at.run()
+    assert "after date_to" in at.sidebar.error[0].value  # a clear message, and the defaults are used meanwhile
