@@ -172,6 +172,31 @@ def test_the_whole_flow_in_a_browser(app, page):
     shot(page, "07-settings")
 
 
+def test_upload_refusal_is_explained_and_listed_until_dismissed(app, page):
+    """A legacy .doc goes through the widget (no type filter) and the engine's reason is on screen,
+    not in a hover chip; it stays listed while the user moves around the app, until dismissed."""
+    page.goto(app + "/upload")
+    settle(page)
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files([str(DOCS / "doc_legacy-duplicate-paragraphs.doc"), str(DOCS / "groundtruth_crazyones.txt")])
+    page.get_by_role("button", name="Add to library").click()
+    refusal = page.locator("[data-testid=stAlertContentError]").filter(has_text="doc_legacy-duplicate-paragraphs.doc")
+    refusal.wait_for()
+    page.get_by_text(re.compile(r"groundtruth_crazyones\.txt: indexed, \d+ chunks")).wait_for()
+    settle(page)
+    assert "DOCX" in refusal.inner_text()
+    shot(page, "14-upload-refusal-listed")
+    page.get_by_role("link", name="Chat").click()  # in-app navigation: same session
+    settle(page)
+    page.get_by_role("link", name="Upload").click()
+    settle(page)
+    assert refusal.is_visible() and "DOCX" in refusal.inner_text()
+    page.get_by_role("button", name="Dismiss").first.click()  # listed in upload order: the refusal first
+    refusal.wait_for(state="detached", timeout=30_000)
+    settle(page)
+    assert page.get_by_text(re.compile(r"groundtruth_crazyones\.txt: indexed")).is_visible()
+    shot(page, "15-upload-refusal-dismissed")
+
+
 def submit_upload(page, app, name: str) -> None:
     page.goto(app + "/upload")
     settle(page)

@@ -74,12 +74,12 @@ if submitted and files:
     engine.save_indexes()  # a restart after a crash then loads instead of rebuilding
     st.rerun()
 
-ICONS = {"indexed": "✅", "replaced": "✅", "duplicate": "ℹ️", "failed": "❌", "locked": "🔒"}
+ICONS = {"indexed": ":material/check_circle:", "replaced": ":material/check_circle:", "duplicate": ":material/info:", "failed": ":material/error:"}
 for name, entry in list(files_state.items()):
     with st.container(border=True):
         if entry["state"] == "locked":
             with st.form(f"password-{name}"):
-                st.markdown(f"🔒 **{name}** is password protected.")
+                st.markdown(f":material/lock: **{name}** is password protected.")
                 st.caption(entry["line"])
                 password = st.text_input("Password", type="password", key=f"pw-{name}")
                 unlock, dismiss = st.columns(2)
@@ -92,9 +92,10 @@ for name, entry in list(files_state.items()):
                     pending.pop(name, None)
                     st.rerun()
             continue
-        text, button = st.columns([12, 1], vertical_alignment="center")
+        text, button = st.columns([7, 1], vertical_alignment="center")
         show = {"failed": text.error, "duplicate": text.info}.get(entry["state"], text.success)
-        show(f"{name}: {entry['line']}" if entry["state"] == "failed" else entry["line"], icon=ICONS[entry["state"]])
+        named = entry["line"] if name in entry["line"] else f"{name}: {entry['line']}"
+        show(named, icon=ICONS[entry["state"]])
         if button.button("Dismiss", key=f"dismiss-{name}"):
             files_state.pop(name, None)
             st.rerun()
