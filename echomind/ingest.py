@@ -226,7 +226,7 @@ def identify(parsed: ParsedDocument, meta: dict[str, Any], filename: str, redact
     """The header line for the chunker and what goes into the document's meta_json. A title read from
     the text is redacted like the text itself (it is indexed and shown as the chunk's context)."""
     title = document_title(parsed, meta, filename)
-    if title and redact_pii and not meta.get("title") and not parsed.metadata.get("title"):
+    if title and redact_pii and title not in (meta.get("title"), parsed.metadata.get("title")):
         title = redact(title)[0]
     dated = document_date(parsed, meta, filename)
     info: dict[str, Any] = {"doc_title": title}

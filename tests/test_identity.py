@@ -115,3 +115,10 @@ def test_bad_date_filters_are_refused_with_a_clear_message():
         RetrievalSettings(date_from="2024-01-01", date_to="2023-01-01")
     assert RetrievalSettings(file_types=("PDF", ".docx")).file_types == ("pdf", "docx")
     assert json.loads(json.dumps(RetrievalSettings(date_from=date(2023, 1, 1)).date_from)) == "2023-01-01"
+
+
+def test_a_title_read_from_the_text_is_redacted_like_the_text():
+    parsed = ParsedDocument("pdf", [Segment(text="Call Jane at jane.doe@example.com today\nBody.", page=1)], metadata={"title": "0000320193-23-000077"})
+    header, info = identify(parsed, {}, "memo.pdf", redact_pii=True)
+    assert "jane.doe@example.com" not in header and "[REDACTED_EMAIL]" in info["doc_title"]
+    assert "jane.doe@example.com" in identify(parsed, {}, "memo.pdf", redact_pii=False)[0]  # redaction switched off
