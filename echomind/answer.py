@@ -232,14 +232,20 @@ def _no_context_note(retrieval: Retrieval, threshold: float) -> str:
             f"{threshold:.2f}).")
 
 
-def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, llm: LLM | None, status: Status | None = None) -> Answer:
+def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, llm: LLM | None, status: Status | None = None,
+               question_stored: bool = False) -> Answer:
     """Everything up to the first token; ``Answer.stream()`` does the rest. ``status`` hears each stage
-    ("Searching your documents", "Reading 5 passages", "Writing the answer") as it starts."""
+    ("Searching your documents", "Reading 5 passages", "Writing the answer") as it starts.
+    ``question_stored``: the caller already stored the user's message (the last one of the chat)."""
     status = status or (lambda stage: None)
     config = engine.config
     chat = engine.chats.get(chat_id)
-    history = [{"role": m["role"], "content": m["content"], "meta": m["meta"]} for m in engine.chats.messages(chat_id, limit=10)]
-    engine.chats.add_message(chat_id, "user", message)  # before anything can fail
+    stored = engine.chats.messages(chat_id, limit=11)
+    if question_stored:
+        stored = stored[:-1]
+    history = [{"role": m["role"], "content": m["content"], "meta": m["meta"]} for m in stored[-10:]]
+    if not question_stored:
+        engine.chats.add_message(chat_id, "user", message)  # before anything can fail
     backend = llm.name if llm is not None else EXTRACTIVE
     summary = chat["conversation_summary"]
     system_general = prompts.with_persona(prompts.GENERAL_SYSTEM, config.persona)

@@ -31,6 +31,7 @@ from .search import SearchResult, hybrid_search
 from .settings import AppConfig, RetrievalSettings
 from .store import Store
 from .transcripts import TranscriptBook
+from .turns import Busy, RunningTurn, TurnBoard
 
 Progress = Callable[[str, float], None]
 
@@ -58,6 +59,7 @@ class Engine(IngestMixin):
         self.chats = ChatLog(self.store)
         self.transcripts = TranscriptBook(self)
         self.lab = Lab(self)
+        self.turns = TurnBoard()
         atexit.register(self.close)
 
     def _limits(self) -> Limits:
@@ -94,6 +96,39 @@ class Engine(IngestMixin):
         """Start a turn: the user's message is stored at once; iterate ``answer.stream()`` for the text.
         ``status`` hears each stage as it starts (searching, reading N passages, writing)."""
         return start_turn(self, chat_id, message, settings or RetrievalSettings(), self.llm, status)
+
+    def start_turn(self, chat_id: str, message: str, settings: RetrievalSettings | None = None) -> RunningTurn:
+        """Answer in the background: the user's message is stored before this returns, the answer when
+        the turn ends (or is stopped, or fails). Poll ``running_turn(chat_id)`` for its stage and text."""
+        self.chats.get(chat_id)
+        current = self.turns.get(chat_id)
+        if current is not None and current.running:
+            raise Busy("This chat is still answering the previous question; wait for it or press Stop.")
+        self.chats.add_message(chat_id, "user", message)
+        settings = settings or RetrievalSettings()
+
+        def begin(status: Callable[[str], None]) -> Answer:
+            return start_turn(self, chat_id, message, settings, self.llm, status, question_stored=True)
+
+        def failed(reply: str) -> None:
+            self.chats.add_message(chat_id, "assistant", reply, {"path": "error", "error": reply})
+
+        return self.turns.start(chat_id, message, begin, failed)
+
+    def answerer_label(self) -> str:
+        """What answers in the Chat, in words (with "auto", what auto chose)."""
+        llm = self.llm
+        name = llm.name if llm is not None else "extractive answers (cited sentences from your documents, no LLM)"
+        if llm is not None and getattr(llm, "local_small", False):
+            name += " choosing among cited sentences"
+        return f"auto → {name}" if self.config.llm_backend == "auto" else name
+
+    def counts(self) -> dict[str, int]:
+        return self.store.counts()
+
+    def running_turn(self, chat_id: str) -> RunningTurn | None:
+        """The chat's latest background turn (running or just finished), if any."""
+        return self.turns.get(chat_id)
 
     def update_summary(self, chat_id: str, question: str, answer: str) -> str:
         summary = updated_summary(self.llm, self.chats.get(chat_id)["conversation_summary"], question, answer, self.config.llm_timeout_s)

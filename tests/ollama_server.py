@@ -27,7 +27,7 @@ class FakeOllama:
     a line that is not JSON."""
 
     def __init__(self, fail_first: int = 0, dim: int = 64, models: tuple[str, ...] = ("nomic-embed-text:latest", "llama3.2:latest"),
-                 chat_mode: str = "ok", reply=lambda prompt: "Hello from the fake Ollama [1].", delay_s: float = 0.0):
+                 chat_mode: str = "ok", reply=lambda prompt: "Hello from the fake Ollama [1].", delay_s: float = 0.0, word_delay_s: float = 0.0):
         self.requests: list[dict] = []
         self.fail_first = fail_first
         self.dim = dim
@@ -35,6 +35,7 @@ class FakeOllama:
         self.chat_mode = chat_mode
         self.reply = reply
         self.delay_s = delay_s
+        self.word_delay_s = word_delay_s  # between streamed words, as a real model generates
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,7 +76,11 @@ class FakeOllama:
                         return
                     line = {"model": model, "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": word + (" " if i < len(words) - 1 else "")}, "done": False}
                     payload = (json.dumps(line) if server.chat_mode != "garbage" else "<html>proxy error</html>") + "\n"
-                    self._chunk(payload.encode())
+                    try:
+                        self._chunk(payload.encode())
+                    except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (Stop)
+                        return
+                    time.sleep(server.word_delay_s)
                 done = {"model": model, "created_at": "2026-11-22T00:00:01Z", "message": {"role": "assistant", "content": ""}, "done": True,
                         "done_reason": "stop", "total_duration": 1000, "prompt_eval_count": len(prompt.split()), "eval_count": len(words)}
                 self._chunk((json.dumps(done) + "\n").encode())

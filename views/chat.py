@@ -32,38 +32,45 @@ with st.session_state.get("sidebar_top", st.sidebar):
             st.rerun()
 
 st.title(titles.get(chat_id, "Chat"))
-st.caption(f"Answering with **{engine.llm.name if engine.llm else 'no LLM (extractive answers)'}** · "
-           f"{engine.store.counts()['documents']} documents in the library")
-if not engine.store.counts()["documents"]:
+documents = engine.counts()["documents"]
+st.caption(f"Answering with **{engine.answerer_label()}** · {documents} document{'' if documents == 1 else 's'} in the library")
+if not documents:
     st.info("Your library is empty. Add documents or voice-note transcripts first, then ask questions about them.")
     if "pages" in st.session_state:  # (absent when the page runs alone under AppTest)
         st.page_link(st.session_state["pages"]["upload"], label="Upload documents", icon=":material/upload_file:")
 
 for message in engine.chats.messages(chat_id):
     with st.chat_message(message["role"]):
+        meta = message["meta"]
+        if message["role"] == "assistant" and meta.get("path") == "no_context":
+            st.caption("No document was relevant to this question.")
         st.markdown(message["content"])
         if message["role"] == "assistant":
-            meta = message["meta"]
-            if meta.get("path") == "no_context":
-                st.caption("No document was relevant to this question.")
+            for notice in meta.get("notices") or []:
+                st.caption(f"⚠️ {notice}")
             if settings.show_sources:
                 widgets.sources(meta)
             widgets.inspector(meta, engine, key=str(message['id']))
 
-question = st.chat_input("Ask about your documents and voice notes")
-if question:
-    with st.chat_message("user"):
-        st.markdown(question)
+turn = engine.running_turn(chat_id)
+busy = turn is not None and turn.running
+question = st.chat_input("Ask about your documents and voice notes", disabled=busy, key="chat_input")
+if question and not busy:
+    try:
+        engine.start_turn(chat_id, question, settings)
+    except EchoMindError as exc:
+        st.error(str(exc))
+        st.stop()
+    if titles.get(chat_id) == "New chat":
+        engine.chats.rename(chat_id, widgets.short_title(question))
+    st.rerun()
+if busy:
     with st.chat_message("assistant"):
-        try:
-            with st.spinner("Searching your documents…"):
-                answer = engine.ask(chat_id, question, settings)
-            st.write_stream(answer.stream())
-        except EchoMindError as exc:
-            st.error(str(exc))
-            st.stop()
-        if answer.error:
-            st.error(answer.error)
-        if chats and titles.get(chat_id) == "New chat":
-            engine.chats.rename(chat_id, question[:60])
+        stage = st.empty()
+        text = st.empty()
+        st.button("Stop", key=f"stop-{chat_id}", on_click=turn.stop, icon=":material/stop_circle:")
+        while not turn.wait(0.15):
+            stage.caption(f"**Working:** {turn.stage}… ({turn.elapsed:.0f} s)")
+            if turn.text:
+                text.markdown(turn.text + " ▌")
     st.rerun()

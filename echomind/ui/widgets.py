@@ -8,6 +8,15 @@ import pandas as pd
 import streamlit as st
 
 
+def short_title(question: str, limit: int = 60) -> str:
+    """A chat title from its first question, cut at a word boundary."""
+    text = " ".join(question.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip(",;:") + "…"
+
+
 def where(citation: dict[str, Any]) -> str:
     position = citation.get("position") or {}
     parts = []
