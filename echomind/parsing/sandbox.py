@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from ..errors import CorruptFile, EchoMindError, ParseTimeout
 from . import Limits, ParsedDocument
@@ -50,17 +51,31 @@ class ParserProcess:
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
-    def parse(self, data: bytes, filename: str, password: str | None = None, limits: Limits = Limits()) -> ParsedDocument:
+    def parse(self, data: bytes, filename: str, password: str | None = None, limits: Limits = Limits(),
+              progress: Callable[[int, int], None] | None = None) -> ParsedDocument:
+        """Parse in the worker. ``progress(done, total)`` is called per page read with OCR; each such
+        page restarts the deadline, so a long scan is bounded per page, not refused for its length
+        (``Limits.max_ocr_pages`` bounds the number of pages)."""
         with self._lock:
             proc = self._ensure()
             try:
                 _send(proc.stdin, (data, filename, password, limits))
                 deadline = time.monotonic() + self.timeout_s
-                size = _HEADER.unpack(_read_exact(proc.stdout.fileno(), _HEADER.size, deadline))[0]
-                status, value = pickle.loads(_read_exact(proc.stdout.fileno(), size, deadline))
+                while True:
+                    size = _HEADER.unpack(_read_exact(proc.stdout.fileno(), _HEADER.size, deadline))[0]
+                    message = pickle.loads(_read_exact(proc.stdout.fileno(), size, deadline))
+                    if message[0] != "progress":
+                        break
+                    deadline = time.monotonic() + self.timeout_s
+                    if progress is not None:
+                        try:
+                            progress(message[1], message[2])
+                        except Exception:  # a failing progress display must not fail the parse
+                            progress = None
+                status, value = message
             except TimeoutError:
                 self._kill()
-                raise ParseTimeout(f"Reading '{filename}' took longer than {self.timeout_s:.0f} s and was stopped. The file may be damaged or unusually complex.") from None
+                raise ParseTimeout(f"Reading '{filename}' took longer than {self.timeout_s:.0f} s (for one step or one OCR page) and was stopped. The file may be damaged or unusually complex.") from None
             except (EOFError, BrokenPipeError, OSError):
                 code = self._kill()
                 reason = "ran out of memory" if code in (-9, 137) or code is None else f"crashed (exit {code})"
@@ -117,14 +132,20 @@ def _serve(memory_mb: int) -> None:
         if len(header) < _HEADER.size:
             return
         data, filename, password, limits = pickle.loads(stdin.read(_HEADER.unpack(header)[0]))
+
+        def progress(done: int, total: int) -> None:
+            _send(stdout, ("progress", done, total))
+
         try:
-            reply = ("ok", parse_bytes(data, filename, password, limits))
+            reply = ("ok", parse_bytes(data, filename, password, limits, progress))
         except EchoMindError as exc:
             reply = ("error", exc)
         except MemoryError:
             reply = ("error", CorruptFile(f"Reading '{filename}' needed more than {memory_mb} MB of memory; nothing was stored."))
-        except Exception as exc:  # any library failure becomes a specific, user-facing rejection
-            reply = ("error", CorruptFile(f"'{filename}' could not be read: {type(exc).__name__}: {str(exc)[:300]}"))
+        except RecursionError:
+            reply = ("error", CorruptFile(f"'{filename}' could not be read: its structure is nested too deeply (or loops); it may be damaged. Nothing was stored."))
+        except Exception:  # a library failure becomes a user-facing rejection, never the library's own text
+            reply = ("error", CorruptFile(f"'{filename}' could not be read: the parser failed on its content, which may be damaged or use a feature EchoMind cannot read. Nothing was stored."))
         _send(stdout, reply)
 
 

@@ -17,17 +17,22 @@ LEGACY_NAMES = {  # suffix -> (what it is, what to save it as)
     ".xls": ("a legacy Excel 97-2003 workbook (.xls)", "XLSX"),
     ".ppt": ("a legacy PowerPoint 97-2003 presentation (.ppt)", "PPTX"),
 }
-SUPPORTED = "PDF, DOCX, PPTX, PPTM, TXT, MD, CSV or XLSX"
+SUPPORTED = "PDF, DOCX, PPTX, PPTM, TXT, MD, CSV, XLSX, or PNG/JPEG/TIFF images"
+# Images read with OCR, by their magic bytes (the name does not matter).
+IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"II*\x00", "tiff"), (b"MM\x00*", "tiff"))
 
 
 def sniff(data: bytes, filename: str) -> str:
-    """Return one of pdf, docx, pptx, pptm, xlsx, txt, md, csv; raise with a message naming the content."""
+    """Return one of pdf, docx, pptx, pptm, xlsx, txt, md, csv, png, jpeg, tiff; raise with a message naming the content."""
     suffix = PurePath(filename).suffix.lower()
     if not data or not data.strip():
         raise EmptyDocument(f"'{filename}' is empty: there is no text to index.")
     head = data[:1024]
     if b"%PDF-" in head:
         return "pdf"
+    for magic, kind in IMAGE_MAGIC:
+        if data.startswith(magic):
+            return kind
     if data.startswith(b"PK\x03\x04"):
         return _sniff_zip(data, filename)
     if data.startswith(OLE2_MAGIC):
