@@ -48,10 +48,51 @@ def test_empty_user_password_pdfs_open_without_asking():
     assert "encryption test" in parse_bytes(doc("pdf_enc_r2-owner-password.pdf"), "p.pdf").text
 
 
-@pytest.mark.parametrize("name", ["pdf_scan_linn-2col.pdf", "pdf_scan_skew.pdf", "pdf_scan_loremipsum-flat.pdf", "pdf_enc_doc_no_id.pdf"])
-def test_scanned_pdf_is_rejected_as_such(name):
-    with pytest.raises(NoExtractableText, match=r"no extractable text \(scanned\?\)"):
-        parse_bytes(doc(name), name)
+def test_blank_pdf_is_rejected_with_a_clear_message():
+    with pytest.raises(NoExtractableText, match=r"no text that could be read: its 1 page\(s\) have no text layer and OCR found no words"):
+        parse_bytes(doc("pdf_bad_no-contents.pdf"), "blank.pdf")
+
+
+def _pdf_with_big_array(elements: int) -> bytes:
+    """A valid one-page PDF whose page dictionary holds an array of ``elements`` numbers (real filings
+    carry arrays this long: page trees, annotations, widths)."""
+    content = b"BT /F1 24 Tf 72 720 Td (Quarterly revenue grew in every region) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> /PieceInfo << /EchoMind << /Private ["
+        + b" ".join(b"0" for _ in range(elements)) + b"] >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_no_pypdf_limit_refuses_a_valid_pdf():
+    import dataclasses
+
+    import pypdf
+    from pypdf.errors import LimitReachedError
+
+    from echomind.parsing.pdf import raised_limits
+
+    data = _pdf_with_big_array(pypdf.Configuration().array_maximum_element_count + 1)
+    with pytest.raises(LimitReachedError):  # pypdf's defaults refuse this valid file ...
+        pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text()
+    parsed = parse_bytes(data, "filing.pdf")  # ... we read it
+    assert parsed.segments[0].page == 1 and "Quarterly revenue grew in every region" in parsed.text
+    numeric = {f.name for f in dataclasses.fields(pypdf.Configuration) if type(f.default) is int}
+    assert "array_maximum_element_count" in numeric and set(raised_limits()) == numeric
+    assert min(raised_limits().values()) > 10**15
 
 
 def test_malformed_pdfs_are_named_damaged():
@@ -96,7 +137,7 @@ def test_unsupported_formats_are_named(name, expected):
 def test_content_is_sniffed_not_the_extension():
     pdf_as_txt = parse_bytes(doc("pdf_crazyones.pdf"), "notes.txt")
     assert pdf_as_txt.filetype == "pdf"
-    with pytest.raises(UnsupportedFileType, match="image/png"):
+    with pytest.raises(CorruptFile, match="looks like a PNG image but cannot be decoded"):  # images are read (OCR)
         parse_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "photo.pdf")
     with pytest.raises(UnsupportedFileType, match="x-executable|binary"):
         parse_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 200, "program.txt")
