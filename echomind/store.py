@@ -127,6 +127,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX lab_runs_set ON lab_runs(set_id, id)
         """,
     ),
+    (
+        # Lab questions carry gold answers (or are marked unanswerable: a refusal is right); answer runs
+        # are kept apart from retrieval runs, which compare and sweep read
+        "m004_lab_answers",
+        """
+        ALTER TABLE lab_questions ADD COLUMN answers_json TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE lab_questions ADD COLUMN unanswerable INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE lab_answer_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            set_id TEXT NOT NULL REFERENCES lab_sets(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            label TEXT NOT NULL,
+            answerer TEXT NOT NULL,
+            settings_json TEXT NOT NULL,
+            metrics_json TEXT NOT NULL,
+            questions_json TEXT NOT NULL
+        );
+        CREATE INDEX lab_answer_runs_set ON lab_answer_runs(set_id, id)
+        """,
+    ),
 ]
 
 

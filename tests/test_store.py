@@ -29,6 +29,7 @@ def test_migrations_create_the_exact_schema_and_rerun_is_a_no_op(tmp_path):
         ("table", "transcripts"), ("table", "chats"), ("table", "messages"),
         ("index", "documents_checksum"), ("index", "documents_filename"), ("index", "chunks_doc"), ("index", "messages_chat"),
         ("table", "lab_sets"), ("table", "lab_questions"), ("table", "lab_runs"), ("index", "lab_runs_set"),
+        ("table", "lab_answer_runs"), ("index", "lab_answer_runs_set"),
     }
     again = Store(path)
     assert again.migrate() == [] and [r[0] for r in again.query("SELECT name FROM _migrations")] == [m[0] for m in MIGRATIONS]
