@@ -82,6 +82,25 @@ def _detection_text(segments: list[Segment], blocks: list[tuple[int, int, tuple[
     return "\n\n".join(parts)
 
 
+def _document_pieces(segments: list[Segment], cleaned: list[str], starts: list[int], clean_text: str, blocks: list,
+                     headers: dict, doc_type: DocType, row_size: tuple[int, int]) -> list[chunkers.Piece]:
+    """Text between tables by the document's strategy (a chunk never spans two headings); each table's
+    rows as whole-row pieces under its header, sized like CSV rows."""
+    pieces: list[chunkers.Piece] = []
+    for i, j, key in blocks:
+        if key is not None:
+            rows = [(starts[k], starts[k] + len(cleaned[k])) for k in range(i, j) if cleaned[k].strip()]
+            pieces.extend(chunkers.chunk_table(clean_text, rows, headers[key], *row_size) if rows else [])
+        elif doc_type is DocType.FAQ:
+            a, b = starts[i], starts[j - 1] + len(cleaned[j - 1])
+            pieces.extend(piece.shifted(a) for piece in chunkers.chunk_faq(clean_text[a:b]))
+        else:
+            strategy = {DocType.SENSITIVE: chunkers.chunk_sensitive, DocType.BOOK: chunkers.chunk_long_form}.get(doc_type, chunkers.chunk_unstructured)
+            for a, b in section_runs(segments[i:j], cleaned[i:j], starts[i:j]):
+                pieces.extend(piece.shifted(a) for piece in strategy(clean_text[a:b]))
+    return pieces
+
+
 def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, title: str | None = None, redact_pii: bool = True) -> ChunkedDocument:
     blocks = table_blocks(segments)
     raw = _detection_text(segments, blocks)
@@ -107,25 +126,12 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
         starts.append(pos)
         pos += len(clean) + 2
 
+    row_size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
     if tabular:
         rows = [(s, s + len(c)) for s, c in zip(starts, cleaned) if c.strip()]
-        size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
-        pieces = chunkers.chunk_rows(clean_text, rows, *size)
+        pieces = chunkers.chunk_rows(clean_text, rows, *row_size)
     else:
-        pieces = []
-        for i, j, key in blocks:
-            a, b = starts[i], starts[j - 1] + len(cleaned[j - 1])
-            if key is not None:
-                rows = [(starts[k], starts[k] + len(cleaned[k])) for k in range(i, j) if cleaned[k].strip()]
-                size = (chunkers.SENSITIVE_MIN, chunkers.SENSITIVE_MAX) if doc_type is DocType.SENSITIVE else (chunkers.USER_MIN, chunkers.USER_MAX)
-                pieces.extend(chunkers.chunk_table(clean_text, rows, headers[key], *size) if rows else [])
-            elif doc_type is DocType.FAQ:
-                pieces.extend(piece.shifted(a) for piece in chunkers.chunk_faq(clean_text[a:b]))
-            else:
-                strategy = {DocType.SENSITIVE: chunkers.chunk_sensitive, DocType.BOOK: chunkers.chunk_long_form}.get(doc_type, chunkers.chunk_unstructured)
-                for ra, rb in section_runs(segments[i:j], cleaned[i:j], starts[i:j]):  # a chunk never spans two headings
-                    for piece in strategy(clean_text[ra:rb]):
-                        pieces.append(piece.shifted(ra))
+        pieces = _document_pieces(segments, cleaned, starts, clean_text, blocks, headers, doc_type, row_size)
 
     # A table row's number: the parser's, else its place among the rows of its table.
     row_numbers = [s.row for s in segments]
