@@ -1,4 +1,4 @@
-"""Command line: python -m echomind ingest|search|eval|bench|check."""
+"""Command line: python -m echomind ingest|search|ask|eval|eval-answers|bench|pii|check."""
 
 from __future__ import annotations
 
@@ -16,12 +16,10 @@ from .settings import AppConfig, RetrievalSettings
 def _engine(args):
     from .engine import Engine
 
-    values = {}
-    if getattr(args, "data_dir", None):
-        values["data_dir"] = Path(args.data_dir)
+    config = AppConfig.load(Path(args.data_dir) if getattr(args, "data_dir", None) else None)  # the user's saved settings
     if getattr(args, "bm25", None):
-        values["bm25_variant"] = args.bm25
-    return Engine(AppConfig(**values))
+        config.bm25_variant = args.bm25
+    return Engine(config)
 
 
 def cmd_ingest(args) -> int:
@@ -50,6 +48,34 @@ def cmd_search(args) -> int:
         print("    " + hit.text[:200].replace("\n", " "))
     engine.close()
     return 0
+
+
+def cmd_ask(args) -> int:
+    """A cited answer from the library in the terminal: the Chat page's path and checks, streamed."""
+    engine = _engine(args)
+    if args.llm:
+        engine.use_llm(args.llm)
+    titled = {c["title"]: c["id"] for c in engine.chats.list()}
+    chat = titled.get(args.chat) if args.chat else None
+    if chat is None:
+        chat = engine.chats.create(args.chat or " ".join(args.question.split())[:60])
+    print(f"({engine.answerer_label()})", file=sys.stderr)
+    answer = engine.ask(chat, args.question, RetrievalSettings(), status=lambda stage: print(f"{stage}...", file=sys.stderr, flush=True))
+    for piece in answer.stream():
+        print(piece, end="", flush=True)
+    print()
+    for notice in answer.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    cited = [c for c in answer.citations if c.cited]
+    if cited:
+        print("\nSources:")
+        for c in cited:
+            where = ", ".join(f"{k} {v}" for k, v in c.position.items() if not k.endswith("_end"))
+            print(f"[{c.number}] {c.filename}" + (f" ({where})" if where else "") + f" · relevance {c.relevance:.2f}")
+    if answer.invalid_citations:
+        print(f"warning: the answer cites {answer.invalid_citations}, which point to no source", file=sys.stderr)
+    engine.close()
+    return 1 if answer.error else 0
 
 
 def cmd_eval(args) -> int:
@@ -181,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("query")
     p.add_argument("--top-k", type=int, default=5)
     p.set_defaults(func=cmd_search)
+    p = sub.add_parser("ask", help="ask the library a question; streams a cited answer (the Chat's path and checks)")
+    p.add_argument("question")
+    p.add_argument("--chat", help="continue (or start) the chat with this title, so follow-ups work across calls")
+    p.add_argument("--llm", choices=["auto", "ollama", "embedded", "none"], help="answer with this backend (default: the saved setting)")
+    p.set_defaults(func=cmd_ask)
     p = sub.add_parser("eval", help="BEIR-format evaluation (nDCG@10, Recall@10/100, MRR@10)")
     p.add_argument("path")
     p.add_argument("--split", default="test")

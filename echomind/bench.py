@@ -158,19 +158,21 @@ ANSWER_QUESTIONS = [
 
 
 def bench_answers(embedder, docs_dir: Path) -> dict:
-    """Whole turns with the embedded LLM: time to first token, total, and every stage, with the
-    LLM steps (condense, expansion, rerank, compression, summary) switched on so each is measured."""
+    """Whole turns, timed per stage: the default path (extractive answers), the embedded model choosing
+    among cited sentences, and the embedded model with every LLM step on (expansion, rerank, compression)."""
     from .providers.llm import make_llm
 
     with tempfile.TemporaryDirectory() as tmp:
         config = AppConfig(data_dir=Path(tmp), llm_backend="embedded", llm_max_tokens=128, llm_context_tokens=4096)
-        engine = Engine(config, embedder=embedder, llm=make_llm(config))
+        small = make_llm(config)
+        engine = Engine(config, embedder=embedder, llm=None)
         for name, source in (("linn.txt", "groundtruth_linn.txt"), ("crazyones.pdf", "pdf_crazyones.pdf"), ("dpr.pdf", "pdf_multi-column-2p.pdf")):
             engine.ingest_bytes(name, (docs_dir / source).read_bytes())
-        chat = engine.chats.create("bench")
         rows = {}
-        for label, settings in (("plain", RetrievalSettings()),
-                                ("all LLM steps", RetrievalSettings(query_expansion=True, rerank=True, rerank_candidates=8, compression=True))):
+        for label, llm, settings in (("extractive", None, RetrievalSettings()), (f"{small.name} picks", small, RetrievalSettings()),
+                                     ("+ all LLM steps", small, RetrievalSettings(query_expansion=True, rerank=True, rerank_candidates=8, compression=True))):
+            engine.use_llm(llm=llm)
+            chat = engine.chats.create("bench")
             stages: dict[str, list[float]] = {}
             for _, question in ANSWER_QUESTIONS:
                 t = time.perf_counter()
@@ -182,9 +184,8 @@ def bench_answers(embedder, docs_dir: Path) -> dict:
                 for k, v in timings.items():
                     stages.setdefault(k, []).append(v)
             rows[label] = {k: statistics.median(v) for k, v in stages.items()}
-        name = engine.llm.name
         engine.close()
-    return {"llm": name, "questions": len(ANSWER_QUESTIONS), "median_ms": rows}
+    return {"llm": small.name, "questions": len(ANSWER_QUESTIONS), "median_ms": rows}
 
 
 def _rss_mb() -> float:
@@ -263,11 +264,11 @@ def run_bench(args) -> int:
     if not args.skip_answers:
         answers = bench_answers(embedder, SCIFACT.parents[1] / "docs")
         report["answers"] = answers
-        order = ["ttft", "total", "condense", "expansion", "search", "boosts", "rerank", "context", "first_token", "generation", "summary"]
-        print(f"\nanswers with {answers['llm']} (median of {answers['questions']} questions, ms)")
-        print(f"{'':15s}" + "".join(f"{k:>12s}" for k in order))
+        order = ["ttft", "total", "condense", "expansion", "search", "boosts", "rerank", "context", "select", "first_token", "generation", "summary"]
+        print(f"\nanswers: time to first token and each stage (median of {answers['questions']} questions, ms)")
+        print(f"{'':42s}" + "".join(f"{k:>11s}" for k in order))
         for label, row in answers["median_ms"].items():
-            print(f"{label:15s}" + "".join(f"{row.get(k, 0):12.0f}" for k in order))
+            print(f"{label:42.42s}" + "".join(f"{row.get(k, 0):11.0f}" for k in order))
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory (RSS) {report['peak_rss_mb']:.0f} MB")
     if args.json:

@@ -23,6 +23,11 @@ class Block:
     number: int = 0
 
     @property
+    def context(self) -> str | None:
+        """The header of the chunk behind the block (document title, section)."""
+        return self.hit.source.get("context")
+
+    @property
     def label(self) -> str:
         source = self.hit.source
         where = [f"{k} {source[k]}" for k in ("page", "slide", "sheet", "row") if source.get(k) is not None]

@@ -33,6 +33,9 @@ class BlockLike(Protocol):
     number: int
     text: str
 
+    @property
+    def context(self) -> str | None: ...  # the document's title/section header, if any
+
 
 @dataclass(frozen=True)
 class Weights:
@@ -51,6 +54,7 @@ class Candidate:
     text: str
     block: int
     order: int  # position in the context: earlier blocks rank higher
+    context: str = ""  # the header of the chunk it came from: what "it" and "the game" refer to
     score: float = 0.0
     cosine: float = 0.0
     overlap: float = 0.0  # IDF-weighted share of the question's terms in this sentence
@@ -86,8 +90,13 @@ def candidates(blocks: list[BlockLike], min_chars: int = 25) -> list[Candidate]:
         for piece in SENTENCE.split(block.text):
             piece = piece.strip()
             if len(piece) >= min_chars and re.search(r"[^\W\d_]{3}", piece):
-                out.append(Candidate(piece, block.number, order))
+                out.append(Candidate(piece, block.number, order, block.context or ""))
     return out
+
+
+def in_context(c: Candidate) -> str:
+    """A sentence as its document frames it: the header says what its pronouns and short names mean."""
+    return f"{c.context}: {c.text}" if c.context and c.context.lower() not in c.text.lower() else c.text
 
 
 def score_candidates(question: str, found: list[Candidate], embedder: Embeds, term_weight: Callable[[str], float],
@@ -95,7 +104,7 @@ def score_candidates(question: str, found: list[Candidate], embedder: Embeds, te
     """Every candidate scored; returned best first."""
     if not found:
         return []
-    vectors = embedder.embed([question] + [c.text for c in found])
+    vectors = embedder.embed([question] + [in_context(c) for c in found])
     vectors = vectors / np.maximum(1e-12, np.linalg.norm(vectors, axis=1, keepdims=True))
     cosines = vectors[1:] @ vectors[0]
     terms = set(english_tokens(question))
@@ -103,9 +112,9 @@ def score_candidates(question: str, found: list[Candidate], embedder: Embeds, te
     kind = asked_kind(question)
     words = {w.lower() for w in re.findall(r"\w+", question)}
     for c, cos in zip(found, cosines):
-        have = set(english_tokens(c.text))
+        have = set(english_tokens(in_context(c)))
         overlap = sum(term_weight(t) for t in terms & have) / mass
-        novel = bool(have - terms)
+        novel = bool(set(english_tokens(c.text)) - terms)
         c.cosine, c.overlap, c.kind = float(cos), overlap, has_kind(c.text, kind, words)
         c.score = (weights.cosine * float(cos) + weights.overlap * overlap + weights.kind * has_kind(c.text, kind, words)
                    + weights.prior * priors.get(c.block, 0.0)) * (1.0 if novel else 0.5)

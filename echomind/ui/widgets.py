@@ -87,5 +87,15 @@ def inspector(meta: dict[str, Any], engine=None, key: str = "") -> None:
             for block in data["blocks"]:
                 st.markdown(f"`[{block['number']}]` *{block['kind']}* — {block['label']}")
                 st.caption(block["text"][:600])
+        support = data.get("support") or {}
+        if support.get("checked"):
+            removed = support.get("removed") or []
+            unsupported = support.get("unsupported") or []
+            st.markdown(f"**Support check:** {support['checked']} sentence(s) checked; every number, date, amount and name must stand in a "
+                        f"cited passage. " + ("All supported." if not removed and not unsupported else ""))
+            for r in removed:
+                st.caption(f"Removed: “{r['sentence'][:200]}” — not in any cited passage: {', '.join(r['unsupported'])}")
+            for claims in unsupported:
+                st.caption(f"Unsupported in the answer: {', '.join(claims)}")
         timings = {k: round(v) for k, v in (data.get("timings_ms") or {}).items()}
         st.caption("Latency (ms): " + ", ".join(f"{k} {v}" for k, v in timings.items()))
