@@ -1,6 +1,7 @@
 """The Retrieval Lab: test sets (questions and what should be found), runs saved with their settings,
 two runs compared, one knob swept, everything exported and imported. Scoring is
-``evaluation.run_questions``, the code the CLI ``eval`` runs, so both give the same figures."""
+``evaluation.run_questions``, the code the CLI ``eval`` runs, so both give the same figures. Questions
+may also carry gold answers (or be marked unanswerable) for answer runs: see ``lab_answers``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 from .errors import EchoMindError, NotFound
 from .evaluation import Question, beir_questions, ingest_corpus, load_beir, run_questions
+from .lab_answers import AnswerLab, check_gold, clean_answers, parse_answers_jsonl
 from .settings import RetrievalSettings
 from .store import utcnow
 
@@ -59,7 +61,7 @@ def settings_from(values: dict[str, Any]) -> RetrievalSettings:
     return RetrievalSettings.from_dict(values)
 
 
-class Lab:
+class Lab(AnswerLab):
     def __init__(self, engine):
         self.engine = engine
         self.store = engine.store
@@ -105,7 +107,8 @@ class Lab:
             labels = json.loads(r["labels_json"])
             expected = json.loads(r["expected_json"])
             out.append({"qid": r["qid"], "question": r["text"], "expected": expected,
-                        "labels": {k: labels.get(k) or self.describe(k) for k in expected}})
+                        "labels": {k: labels.get(k) or self.describe(k) for k in expected},
+                        "answers": json.loads(r["answers_json"]), "unanswerable": bool(r["unanswerable"])})
         return out
 
     def describe(self, key: str) -> dict[str, Any]:
@@ -131,23 +134,31 @@ class Lab:
         return str(info.get("filename"))
 
     def add_question(self, set_id: str, text: str, expected: dict[str, int], qid: str | None = None,
-                     labels: dict[str, Any] | None = None) -> str:
-        """A question already in the set (same text) gets the new expected items added to it."""
+                     labels: dict[str, Any] | None = None, answers: Any = None, unanswerable: bool = False) -> str:
+        """A question already in the set (same text) gets the new expected items and gold answers added to it.
+        A question needs something to be measured against: what answers it, gold answers, or the unanswerable mark."""
         text = " ".join(text.split())
-        if not text or not expected:
-            raise EchoMindError("A test question needs its text and at least one document or chunk that answers it.")
+        answers = clean_answers(answers)
+        if not text or not (expected or answers or unanswerable):
+            raise EchoMindError("A test question needs its text and at least one document or chunk that answers it "
+                                "(or, for answer runs, its gold answers or the unanswerable mark).")
         labels = dict(labels or {})
         labels |= {k: self.describe(k) for k in expected if k not in labels}
         with self.store.atomic() as conn:
-            same = conn.execute("SELECT qid, expected_json, labels_json FROM lab_questions WHERE set_id = ? AND text = ?", (set_id, text)).fetchone()
+            same = conn.execute("SELECT * FROM lab_questions WHERE set_id = ? AND text = ?", (set_id, text)).fetchone()
             if same is not None:
                 merged = json.loads(same["expected_json"]) | expected
-                conn.execute("UPDATE lab_questions SET expected_json = ?, labels_json = ? WHERE set_id = ? AND qid = ?",
-                             (json.dumps(merged), json.dumps(json.loads(same["labels_json"]) | labels), set_id, same["qid"]))
+                golds = list(dict.fromkeys(json.loads(same["answers_json"]) + answers))
+                unanswerable = bool(same["unanswerable"]) or unanswerable
+                check_gold(golds, unanswerable, merged)
+                conn.execute("UPDATE lab_questions SET expected_json = ?, labels_json = ?, answers_json = ?, unanswerable = ? WHERE set_id = ? AND qid = ?",
+                             (json.dumps(merged), json.dumps(json.loads(same["labels_json"]) | labels), json.dumps(golds), int(unanswerable),
+                              set_id, same["qid"]))
                 return same["qid"]
+            check_gold(answers, unanswerable, expected)
             qid = qid or uuid.uuid4().hex[:8]
-            conn.execute("INSERT INTO lab_questions(set_id, qid, text, expected_json, labels_json) VALUES (?, ?, ?, ?, ?)",
-                         (set_id, qid, text, json.dumps(expected), json.dumps(labels)))
+            conn.execute("INSERT INTO lab_questions(set_id, qid, text, expected_json, labels_json, answers_json, unanswerable) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (set_id, qid, text, json.dumps(expected), json.dumps(labels), json.dumps(answers), int(unanswerable)))
         return qid
 
     def remove_question(self, set_id: str, qid: str) -> None:
@@ -160,6 +171,10 @@ class Lab:
         questions = self.questions(set_id)
         if not questions:
             raise EchoMindError("This test set has no questions yet: add some from the Chat inspector, type them, or import a BEIR set.")
+        questions = [q for q in questions if q.expected]  # unanswerable or gold-only questions are for answer runs
+        if not questions:
+            raise EchoMindError("No question in this set names a document or chunk that answers it, so there is no retrieval to measure; "
+                                "its gold answers are measured on the Answers tab.")
         result = run_questions(self.engine, questions, settings, depth=depth, progress=progress)
         for row in result["questions"]:  # named once here, not on every redraw of the page
             row["labels"] = {k: self.describe(k) for k in row["outranked_by"][:3]}
@@ -224,9 +239,13 @@ class Lab:
         return {"a": a, "b": b, "metrics": metrics, "settings": settings, "moved": moved}
 
     # -- import and export ----------------------------------------------------------------------
-    def import_beir(self, name: str, corpus: bytes, queries: bytes, qrels: bytes, progress: Progress | None = None) -> str:
+    def import_beir(self, name: str, corpus: bytes, queries: bytes, qrels: bytes, progress: Progress | None = None,
+                    answers: bytes | None = None) -> str:
         """A BEIR set from its three files: the corpus is ingested like any document (duplicates are
-        skipped), the qrels point at the ingested documents."""
+        skipped), the qrels point at the ingested documents. With an ``answers.jsonl`` the questions get
+        their gold answers; a question whose judged passages are all absent from the corpus is then
+        unanswerable (the right answer is a refusal), as ``eval-answers`` leaves articles out."""
+        gold = parse_answers_jsonl(answers) if answers is not None else None  # checked before anything is stored
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / (name.strip() or "beir")
             (root / "qrels").mkdir(parents=True)
@@ -240,18 +259,36 @@ class Lab:
         if not beir.queries or not beir.corpus:
             raise EchoMindError("The BEIR files hold no judged queries or no corpus; nothing was imported.")
         questions = beir_questions(beir, ingest_corpus(self.engine, beir, progress))
-        set_id = self.create_set(name or beir.name, source="beir")
-        for q in questions:
-            self.add_question(set_id, q.text, q.expected, qid=q.qid)
+        with self.store.atomic():
+            set_id = self.create_set(name or beir.name, source="beir")
+            for q in questions:
+                entry = (gold or {}).get(q.qid, {})
+                absent = gold is not None and not any(cid in beir.corpus for cid in beir.qrels[q.qid])
+                if entry.get("unanswerable") or absent:
+                    self.add_question(set_id, q.text, {}, qid=q.qid, unanswerable=True)
+                else:
+                    self.add_question(set_id, q.text, q.expected, qid=q.qid, answers=entry.get("answers"))
         return set_id
+
+    def import_beir_dir(self, path: Path | str, name: str | None = None, progress: Progress | None = None) -> str:
+        """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) with its answers.jsonl when present."""
+        root = Path(path)
+        files = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / "test.tsv"]
+        if missing := [str(f.relative_to(root)) for f in files if not f.is_file()]:
+            raise EchoMindError(f"{root} is not a BEIR folder: {', '.join(missing)} missing.")
+        answers = root / "answers.jsonl"
+        return self.import_beir(name or root.name, *(f.read_bytes() for f in files), progress=progress,
+                                answers=answers.read_bytes() if answers.is_file() else None)
 
     def export_json(self, set_id: str) -> str:
         info = self.get_set(set_id)
         rows = self.store.query("SELECT * FROM lab_runs WHERE set_id = ? ORDER BY id", (set_id,))
         return json.dumps({
             "echomind_lab": 1, "name": info["name"], "source": info["source"],
-            "questions": [{"qid": q["qid"], "question": q["question"], "expected": q["expected"], "labels": q["labels"]} for q in self.question_rows(set_id)],
+            "questions": [{"qid": q["qid"], "question": q["question"], "expected": q["expected"], "labels": q["labels"],
+                           "answers": q["answers"], "unanswerable": q["unanswerable"]} for q in self.question_rows(set_id)],
             "runs": [{k: v for k, v in _run(r).items() if k not in ("id", "set_id")} for r in rows],
+            "answer_runs": self.export_answer_runs(set_id),
         }, indent=1)
 
     def import_json(self, data: bytes | str) -> str:
@@ -260,13 +297,20 @@ class Lab:
             questions = payload["questions"]
         except (ValueError, KeyError, TypeError) as exc:
             raise EchoMindError(f"Not an EchoMind Lab export ({exc}); export a set from the Lab page to see the format.") from exc
-        set_id = self.create_set(payload.get("name", "Imported set"), source=payload.get("source", "import"))
-        for q in questions:
-            labels = q.get("labels") or {}
-            here = {k: self.resolve(k, labels.get(k)) for k in q["expected"]}  # key in this library
-            self.add_question(set_id, q["question"], {here[k]: grade for k, grade in q["expected"].items()}, qid=q.get("qid"),
-                              labels={here[k]: labels.get(k) for k in q["expected"]})
-        with self.store.atomic() as conn:
+        with self.store.atomic() as conn:  # one transaction: a bad question leaves nothing behind
+            set_id = self.create_set(payload.get("name", "Imported set"), source=payload.get("source", "import"))
+            for n, q in enumerate(questions, 1):
+                try:
+                    labels = q.get("labels") or {}
+                    here = {k: self.resolve(k, labels.get(k)) for k in q["expected"]}  # key in this library
+                    self.add_question(set_id, q["question"], {here[k]: grade for k, grade in q["expected"].items()}, qid=q.get("qid"),
+                                      labels={here[k]: labels.get(k) for k in q["expected"]}, answers=q.get("answers"),
+                                      unanswerable=bool(q.get("unanswerable", False)))
+                except (KeyError, TypeError, AttributeError) as exc:
+                    raise EchoMindError(f"Question {n} of the export is malformed (needs 'question' and 'expected'); nothing was imported.") from exc
+                except EchoMindError as exc:
+                    raise EchoMindError(f"Question {n} of the export: {exc} Nothing was imported.") from exc
+            self.import_answer_runs(set_id, payload.get("answer_runs", []))
             for r in payload.get("runs", []):
                 conn.execute(
                     "INSERT INTO lab_runs(set_id, created_at, label, sweep, settings_json, metrics_json, questions_json) VALUES (?, ?, ?, ?, ?, ?, ?)",

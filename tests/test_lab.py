@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from echomind.answer_eval import AnswerSet, article_of, run_answer_set
 from echomind.errors import EchoMindError
-from echomind.evaluation import Question, run_questions
+from echomind.evaluation import Question, document_text, load_beir, run_questions
 from echomind.lab import apply_knob
+from echomind.lab_answers import clean_answers
 from echomind.settings import RetrievalSettings
 
 from conftest import SCIFACT, doc
@@ -122,3 +124,168 @@ def test_beir_import_gives_the_cli_figures(engine, tmp_path, capsys):
     for metric in ("nDCG@10", "MRR@10", "Recall@k", "Recall@10", "Recall@100"):
         assert page[metric] == pytest.approx(cli[metric]), metric
     assert 0.5 < page["nDCG@10"] <= 1
+
+
+# -- gold answers and answer runs ------------------------------------------------------------------
+SQUAD = SCIFACT.parents[1] / "qa" / "squad-dev-even"
+PARAGRAPHS = [f"Super_Bowl_50_{i}" for i in range(4)]
+
+
+@pytest.fixture(scope="module")
+def squad():
+    """A few SQuAD paragraphs, their questions with gold answers, and a question from an article left out."""
+    beir = load_beir(SQUAD)
+    gold = {}
+    with open(SQUAD / "answers.jsonl", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            gold[row["_id"]] = row["answers"]
+    asked = [q for q, rel in beir.qrels.items() if next(iter(rel)) in PARAGRAPHS][:5]
+    left_out = next(q for q, rel in beir.qrels.items() if article_of(next(iter(rel))) == "Normans")
+    return beir, gold, asked, left_out
+
+
+def squad_set(engine, squad) -> str:
+    beir, gold, asked, left_out = squad
+    engine.ingest_texts([(f"squad-{p}", document_text(beir.corpus[p]), {"beir_id": p}) for p in PARAGRAPHS])
+    set_id = engine.lab.create_set("Super Bowl answers")
+    for qid in asked:
+        engine.lab.add_question(set_id, beir.queries[qid], {}, qid=qid, answers=gold[qid])
+    engine.lab.add_question(set_id, beir.queries[left_out], {}, qid=left_out, unanswerable=True)
+    return set_id
+
+
+TIMINGS = ("ttft_p50_ms", "ttft_p95_ms", "total_p50_ms")
+
+
+def test_answer_run_gives_the_benchmarks_figures(engine, squad):
+    """The Lab's Answers run and ``answer_eval.run_answer_set`` (what ``eval-answers`` runs) agree on the same questions."""
+    beir, gold, asked, left_out = squad
+    set_id = squad_set(engine, squad)
+    assert [q["qid"] for q in engine.lab.gold_questions(set_id)] == [*asked, left_out]
+    run = engine.lab.answer_run(set_id, RetrievalSettings())
+    answer_set = AnswerSet("squad", {}, [(q, beir.queries[q], gold[q]) for q in asked], [(left_out, beir.queries[left_out])])
+    cli = run_answer_set(engine, answer_set, RetrievalSettings())
+    assert {k: v for k, v in run["metrics"].items() if k not in TIMINGS} == {k: v for k, v in cli["metrics"].items() if k not in TIMINGS}
+    assert run["metrics"]["questions"] == 5 and run["metrics"]["unanswerable"] == 1
+    assert run["metrics"]["containment"] >= 0.4 and run["metrics"]["cited"] == 1.0  # extractive answers quote the paragraphs
+    rows = run["questions"]
+    assert [r["answer"] for r in rows] == [r["text"] for r in cli["answered"] + cli["unanswerable"]]
+    assert sum(r["contains_gold"] for r in rows[:5]) == round(run["metrics"]["containment"] * 5)
+    assert rows[-1]["unanswerable"] and rows[-1]["contains_gold"] is None and rows[-1]["refused"] == (run["metrics"]["refusals"] == 1.0)
+    assert all(r["ttft_ms"] > 0 for r in rows) and "extractive" in run["answerer"]
+    assert run["settings"]["top_k"] == RetrievalSettings().top_k
+    assert not engine.chats.list()  # every question was asked in a fresh chat, removed afterwards
+
+    limited = engine.lab.answer_run(set_id, RetrievalSettings(relevance_threshold=0.0), limit=2)
+    assert limited["metrics"]["questions"] == 2 and limited["metrics"]["unanswerable"] == 0 and "relevance_threshold=0.0" in limited["label"]
+    assert [r["id"] for r in engine.lab.answer_runs(set_id)] == [run["id"], limited["id"]]
+    assert engine.lab.runs(set_id) == []  # answer runs are not retrieval runs (compare and sweep read those)
+    with pytest.raises(EchoMindError, match="no document or chunk|No question in this set names"):
+        engine.lab.run(set_id, RetrievalSettings())
+    with pytest.raises(EchoMindError, match="at least one question"):
+        engine.lab.answer_run(set_id, RetrievalSettings(), limit=0)
+    with pytest.raises(EchoMindError, match="No question in this set has gold answers"):
+        engine.lab.answer_run(engine.lab.create_set("Empty"), RetrievalSettings())
+    engine.lab.delete_answer_run(limited["id"])
+    assert [r["id"] for r in engine.lab.answer_runs(set_id)] == [run["id"]]
+
+
+def test_gold_answers_are_edited_checked_and_survive_export(engine, make_engine, squad, tmp_path):
+    beir, gold, asked, left_out = squad
+    set_id = squad_set(engine, squad)
+    lab = engine.lab
+    lab.set_gold(set_id, asked[0], "Denver Broncos\n\n  the  Broncos \nDenver Broncos\n")
+    row = next(r for r in lab.question_rows(set_id) if r["qid"] == asked[0])
+    assert row["answers"] == ["Denver Broncos", "the Broncos"] and not row["unanswerable"]
+    before = lab.question_rows(set_id)
+    with pytest.raises(EchoMindError, match="has no gold answers"):
+        lab.set_gold(set_id, asked[0], ["Denver Broncos"], unanswerable=True)
+    with pytest.raises(EchoMindError, match="at most 500"):
+        lab.set_gold(set_id, asked[0], ["x" * 501])
+    with pytest.raises(EchoMindError, match="list of strings"):
+        lab.set_gold(set_id, asked[0], [3])
+    assert lab.question_rows(set_id) == before  # refused edits leave the set as it was
+    kettle = engine.ingest_text("kettle.txt", "The Boreal kettle boils a litre of water in three minutes.")
+    lab.add_question(set_id, "How fast does the kettle boil?", {f"doc:{kettle.doc_id}": 1})
+    with pytest.raises(EchoMindError, match="cannot also name documents"):
+        lab.set_gold(set_id, lab.question_rows(set_id)[-1]["qid"], [], unanswerable=True)
+
+    run = lab.answer_run(set_id, RetrievalSettings(), limit=2)
+    exported = lab.export_json(set_id)
+    again = lab.import_json(exported)
+    assert lab.question_rows(again) == lab.question_rows(set_id)
+    assert [q["unanswerable"] for q in lab.question_rows(again)] == [False] * 5 + [True, False]
+    assert lab.answer_runs(again)[0]["metrics"] == run["metrics"] and lab.get_answer_run(lab.answer_runs(again)[0]["id"])["questions"] == run["questions"]
+
+    # a bad question in an export is named, and nothing of the export is stored
+    payload = json.loads(exported)
+    payload["questions"][1]["answers"] = ["Carolina"]
+    payload["questions"][1]["unanswerable"] = True
+    sets = len(lab.sets())
+    with pytest.raises(EchoMindError, match="Question 2 of the export: .*Nothing was imported"):
+        lab.import_json(json.dumps(payload))
+    assert len(lab.sets()) == sets
+
+    # exported before m004: no answers in the file, questions come back without them
+    old = json.loads(exported)
+    for q in old["questions"]:
+        q.pop("answers"), q.pop("unanswerable")
+    old["questions"] = [q for q in old["questions"] if q["expected"]]
+    old.pop("answer_runs")
+    legacy = lab.import_json(json.dumps(old))
+    assert [(q["answers"], q["unanswerable"]) for q in lab.question_rows(legacy)] == [([], False)]
+
+
+def test_beir_import_reads_answers_jsonl_beside_the_corpus(engine, squad, tmp_path):
+    """A SQuAD subset in BEIR format with answers.jsonl: gold answers on its questions; a question whose
+    paragraph is not in the corpus is unanswerable; a bad answers line is named and nothing is stored."""
+    beir, gold, asked, left_out = squad
+    root = tmp_path / "squad-mini"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": p, **beir.corpus[p]}) + "\n" for p in PARAGRAPHS))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": beir.queries[q]}) + "\n" for q in [*asked, left_out]))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{next(iter(beir.qrels[q]))}\t1\n" for q in [*asked, left_out]))
+    (root / "answers.jsonl").write_text("not json\n")
+    with pytest.raises(EchoMindError, match="answers.jsonl line 1"):
+        engine.lab.import_beir_dir(root)
+    assert engine.lab.sets() == [] and engine.documents() == []
+
+    (root / "answers.jsonl").write_text("".join(json.dumps({"_id": q, "answers": gold[q]}) + "\n" for q in [*asked, left_out]))
+    set_id = engine.lab.import_beir_dir(root)
+    rows = {r["qid"]: r for r in engine.lab.question_rows(set_id)}
+    assert engine.lab.get_set(set_id)["name"] == "squad-mini" and len(engine.documents()) == len(PARAGRAPHS)
+    assert all(rows[q]["answers"] == clean_answers(gold[q]) and rows[q]["expected"] and not rows[q]["unanswerable"] for q in asked)
+    assert rows[left_out]["unanswerable"] and rows[left_out]["answers"] == [] and rows[left_out]["expected"] == {}
+    run = engine.lab.answer_run(set_id, RetrievalSettings(), limit=3)
+    assert run["metrics"]["questions"] == 3 and run["metrics"]["containment"] > 0
+    assert engine.lab.run(set_id, RetrievalSettings())["metrics"]["questions"] == len(asked)  # the unanswerable one has nothing to find
+
+    (root / "answers.jsonl").unlink()  # without answers.jsonl: the retrieval set as before
+    plain = engine.lab.import_beir_dir(root, name="plain")
+    assert all(r["answers"] == [] and not r["unanswerable"] for r in engine.lab.question_rows(plain))
+    with pytest.raises(EchoMindError, match="not a BEIR folder"):
+        engine.lab.import_beir_dir(tmp_path / "nowhere")
+
+
+def test_a_lab_from_before_answers_migrates_and_keeps_its_questions(tmp_path):
+    """A database made by m001-m003 gets m004: its questions stay, with no gold answers."""
+    import sqlite3
+
+    from echomind import store as store_module
+
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    for name, sql in store_module.MIGRATIONS[:3]:
+        conn.executescript(sql)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    conn.executemany("INSERT INTO _migrations VALUES (?, 'then')", [(m[0],) for m in store_module.MIGRATIONS[:3]])
+    conn.execute("INSERT INTO lab_sets VALUES ('s1', 'Old', 'typed', 'then')")
+    conn.execute("INSERT INTO lab_questions(set_id, qid, text, expected_json) VALUES ('s1', 'q1', 'Old question?', '{\"doc:x\": 1}')")
+    conn.commit()
+    conn.close()
+    store = store_module.Store(path)
+    assert [r[0] for r in store.query("SELECT name FROM _migrations")][-1] == "m004_lab_answers"
+    row = store.query("SELECT text, expected_json, answers_json, unanswerable FROM lab_questions")[0]
+    assert tuple(row) == ("Old question?", '{"doc:x": 1}', "[]", 0)
+    store.close()
