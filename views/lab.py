@@ -1,11 +1,13 @@
 """Retrieval lab: test sets of questions with what should be found, runs with the current knobs,
-per-question hits and misses, runs compared, one knob swept into a chart, import and export."""
+per-question hits and misses, runs compared, one knob swept into a chart, answers scored against gold
+answers, import and export."""
 
 import pandas as pd
 import streamlit as st
 
 from echomind.errors import EchoMindError
 from echomind.lab import METRICS, SWEEPS, Lab, describe_settings
+from echomind.lab_answers import ANSWER_METRICS
 from echomind.ui.state import get_engine
 
 engine = get_engine()
@@ -39,7 +41,7 @@ with st.container():  # always there, so the tabs below keep their place (and th
 st.caption("Measure retrieval on your own documents: questions with the chunks or documents that answer them, run with the "
            "knobs in the sidebar. Add questions here, from the Chat inspector (✓ answers it), or import a BEIR set.")
 set_id = st.session_state.get("lab_set") if sets else None
-tabs = st.tabs(["Questions", "Run", "Compare", "Sweep", "Import / export"])
+tabs = st.tabs(["Questions", "Run", "Compare", "Sweep", "Answers", "Import / export"])
 
 
 def metric_row(metrics: dict) -> None:
@@ -78,7 +80,8 @@ with tabs[0]:
         rows = lab.question_rows(set_id)
         if rows:
             table = pd.DataFrame([{"qid": r["qid"], "question": r["question"],
-                                   "should find": " | ".join(key_label(k, r["labels"]) for k in r["expected"])} for r in rows])
+                                   "should find": " | ".join(key_label(k, r["labels"]) for k in r["expected"]),
+                                   "gold answers": "(unanswerable)" if r["unanswerable"] else " | ".join(r["answers"])} for r in rows])
             st.dataframe(table, hide_index=True, width="stretch")
             remove = st.multiselect("Remove questions", [r["qid"] for r in rows],
                                     format_func=lambda q: next(r["question"][:80] for r in rows if r["qid"] == q))
@@ -191,8 +194,87 @@ with tabs[3]:
                 st.line_chart(chart)
             st.dataframe(frame.round(4), hide_index=True, width="stretch")
 
-# -- import / export --------------------------------------------------------------------------------
+# -- answers ----------------------------------------------------------------------------------------
+def answer_value(key: str, value) -> str:
+    return f"{value:{ANSWER_METRICS[key][1]}}" if value is not None else "–"
+
+
 with tabs[4]:
+    if set_id is not None:
+        st.caption("Each question with gold answers (or marked unanswerable) is asked through the Chat's own path, in a fresh chat, "
+                   "with the knobs in the sidebar, and scored as `python -m echomind eval-answers` scores it.")
+        rows = lab.question_rows(set_id)
+        st.subheader("Gold answers")
+        if rows:
+            marks = {r["qid"]: ("⊘ " if r["unanswerable"] else "✓ " if r["answers"] else "· ") + r["question"][:90] for r in rows}
+            qid = st.selectbox("Question", list(marks), format_func=marks.get, key="gold_question")
+            row = next(r for r in rows if r["qid"] == qid)
+            golds = st.text_area("Gold answers (one per line)", value="\n".join(row["answers"]), key=f"gold-{qid}",
+                                 help="A right answer contains one of them (case, punctuation and articles ignored).")
+            unanswerable = st.checkbox("Unanswerable: the right answer is a refusal", value=row["unanswerable"], key=f"unanswerable-{qid}")
+            if st.button("Save gold answers"):
+                try:
+                    lab.set_gold(set_id, qid, golds, unanswerable)
+                    st.session_state["lab_flash"] = "Gold answers saved."
+                    st.rerun()
+                except EchoMindError as exc:
+                    st.error(str(exc))
+        with st.form("gold-new", border=False, clear_on_submit=True):
+            new_question = st.text_input("New question with gold answers")
+            new_golds = st.text_area("Its gold answers (one per line)")
+            new_unanswerable = st.checkbox("Unanswerable: the right answer is a refusal", key="gold-new-unanswerable")
+            if st.form_submit_button("Add question with its answers"):
+                try:
+                    lab.add_question(set_id, new_question, {}, answers=new_golds, unanswerable=new_unanswerable)
+                    st.rerun()
+                except EchoMindError as exc:
+                    st.error(str(exc))
+
+        asked = lab.gold_questions(set_id)
+        st.subheader("Answer run")
+        st.caption(f"Answerer: {engine.answerer_label()} · knobs: {describe_settings(settings)} · "
+                   f"{sum(not q['unanswerable'] for q in asked)} questions with gold answers, {sum(q['unanswerable'] for q in asked)} unanswerable")
+        if asked:
+            limit = st.number_input("Questions to ask (the first N; answers take time with a model)", 1, len(asked), min(len(asked), 20))
+            if st.button("Run answers", type="primary"):
+                try:
+                    with ProgressBar("Answering") as progress:
+                        run = lab.answer_run(set_id, settings, limit=int(limit), progress=progress)
+                    st.session_state["lab_answer_run"] = run["id"]
+                    st.rerun()
+                except EchoMindError as exc:
+                    st.error(str(exc))
+        answer_runs = lab.answer_runs(set_id)
+        if answer_runs:
+            st.subheader("Answer runs")
+            st.dataframe(pd.DataFrame([{"run": r["id"], "when": r["created_at"][:19].replace("T", " "), "answerer": r["answerer"], "settings": r["label"],
+                                        "questions": r["metrics"].get("questions", 0), "unanswerable": r["metrics"].get("unanswerable", 0),
+                                        **{label: r["metrics"].get(k) for k, (label, _) in ANSWER_METRICS.items()}} for r in answer_runs]).round(3),
+                         hide_index=True, width="stretch")
+            labels = {r["id"]: f"#{r['id']} · {r['answerer'][:40]} · {r['label'][:40]}" for r in answer_runs}
+            chosen = st.session_state.get("lab_answer_run")
+            chosen = chosen if chosen in labels else answer_runs[-1]["id"]
+            run = lab.get_answer_run(st.selectbox("Answer run to inspect", list(labels), index=list(labels).index(chosen), format_func=labels.get))
+            m = run["metrics"]
+            cols = st.columns(6)
+            for col, key in zip(cols, ("containment", "f1", "cited", "unsupported", "refusals", "ttft_p50_ms")):
+                col.metric(ANSWER_METRICS[key][0], answer_value(key, m.get(key)))
+            st.dataframe(pd.DataFrame([{"metric": label, "value": answer_value(k, m.get(k))} for k, (label, _) in ANSWER_METRICS.items()]),
+                         hide_index=True)
+            st.subheader("Per question")
+            st.dataframe(pd.DataFrame([{
+                "question": q["question"], "answer": q["answer"],
+                "gold": "(refusal)" if q["unanswerable"] else " | ".join(q["golds"]),
+                "contains gold": "—" if q["contains_gold"] is None else "✓" if q["contains_gold"] else "✗",
+                "F1": None if q["f1"] is None else round(q["f1"], 3), "refused": "yes" if q["refused"] else "",
+                "unsupported claims": " | ".join(q["unsupported"]), "TTFT ms": round(q["ttft_ms"])} for q in run["questions"]]),
+                hide_index=True, width="stretch")
+            if st.button("Delete this answer run"):
+                lab.delete_answer_run(run["id"])
+                st.rerun()
+
+# -- import / export --------------------------------------------------------------------------------
+with tabs[5]:
     if set_id is not None:
         st.subheader("Export")
         name = lab.get_set(set_id)["name"]
@@ -214,17 +296,20 @@ with tabs[4]:
         except EchoMindError as exc:
             st.error(str(exc))
     st.subheader("Import a BEIR set")
-    st.caption("corpus.jsonl (_id, title, text), queries.jsonl (_id, text) and a qrels TSV (query-id, corpus-id, score). "
-               "The corpus is added to your library like any document.")
+    st.caption("corpus.jsonl (_id, title, text), queries.jsonl (_id, text) and a qrels TSV (query-id, corpus-id, score); "
+               "with answers.jsonl the questions get their gold answers, and a question whose passage is not in the corpus "
+               "is unanswerable. The corpus is added to your library like any document.")
     with st.form("beir"):
         beir_name = st.text_input("Name", value="beir")
         corpus = st.file_uploader("corpus.jsonl", type=["jsonl"])
         queries = st.file_uploader("queries.jsonl", type=["jsonl"])
         qrels = st.file_uploader("qrels (TSV)", type=["tsv"])
+        answers = st.file_uploader("answers.jsonl (optional: gold answers, {\"_id\", \"answers\": [...]})", type=["jsonl"])
         if st.form_submit_button("Import BEIR set") and corpus and queries and qrels:
             try:
                 with ProgressBar("Ingesting the corpus") as progress:
-                    new = lab.import_beir(beir_name, corpus.getvalue(), queries.getvalue(), qrels.getvalue(), progress=progress)
+                    new = lab.import_beir(beir_name, corpus.getvalue(), queries.getvalue(), qrels.getvalue(), progress=progress,
+                                          answers=answers.getvalue() if answers is not None else None)
                 engine.save_indexes()
                 st.session_state["lab_set"] = new
                 st.session_state["lab_flash"] = f"Imported '{beir_name}': {len(lab.questions(new))} questions."
