@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from pathlib import Path
 
 import docx
 import pptx
@@ -290,3 +291,24 @@ def test_a_pptx_table_python_pptx_cannot_read_keeps_its_rows_with_a_warning():
     parsed, result = chunked(bad, "bad.pptx")
     assert parsed.warnings and "slide 2" in parsed.warnings[0] and not RAW_ERROR.search(parsed.warnings[0])
     assert_whole_rows_under_header(table_chunks(result.chunks), HEADER, row_lines())
+
+
+def test_a_real_markdown_file_with_tables():
+    """The project's README (pipe tables of figures): every table chunk is whole rows under its header."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_bytes()
+    parsed, result = chunked(readme, "README.md")
+    tables = {s.table: (s.header, []) for s in parsed.segments if s.table is not None}
+    for s in parsed.segments:
+        if s.table is not None:
+            tables[s.table][1].append(s.text)
+    assert len(tables) >= 2 and all(header for header, _ in tables.values())
+    for number, (header, lines) in tables.items():
+        assert_whole_rows_under_header([c for c in result.chunks if c.table == number], header, lines)
+    assert not any(re.search(r"\|\s*-{3,}", c.text) for c in result.chunks)  # no delimiter row left in any chunk
+
+
+def test_markdown_caption_in_bold_and_pandoc_style():
+    text = "# Costs\n\n**Travel per trip**\n\n| Trip | Cost |\n|---|---|\n| Oslo | 420 |\n\n| Item | Qty |\n|---|---|\n| Pens | 12 |\n\nTable: Office supplies\n"
+    parsed = parse_bytes(text.encode(), "costs.md")
+    assert [(s.table, s.section, s.header, s.text) for s in parsed.segments if s.table] == [
+        (1, "Costs > Travel per trip", "Trip | Cost", "Oslo | 420"), (2, "Costs > Office supplies", "Item | Qty", "Pens | 12")]

@@ -16,7 +16,8 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)",
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 _DELIMITER_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})")
-_CAPTION = re.compile(r"^[ \t]*(?:[*_]{1,2}[ \t]*)?(?:table|tab\.)[ \t]*(?:[0-9]+|[IVXivx]+)?[ \t]*[:.\-]|^[ \t]*Table:", re.I)
+_CAPTION = re.compile(r"^[ \t]*(?:[*_]{1,2}[ \t]*)?(?:table|tab\.)[ \t]*(?:[0-9]+|[IVXivx]+)?[ \t]*[:.\-]|^[ \t]*Table:"
+                      r"|^[ \t]*(?:\*\*|__)[^*_\n]{3,200}(?:\*\*|__)[ \t]*$", re.I)  # "Table 2: ...", or a line in bold alone
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
@@ -129,7 +130,7 @@ def _is_table_start(lines: list[str], i: int) -> bool:
 def markdown_blocks(text: str) -> Iterator[tuple[str, list[list[str]] | None, str | None]]:
     """Prose and pipe tables in order: ``(prose, None, None)`` or ``("", rows, caption)``. A table ends at
     a blank line or a line without a pipe; tables inside fenced code are code, not tables. The caption
-    is a "Table 3: ..." line right before the table (or a pandoc "Table: ..." line right after it)."""
+    is a "Table 3: ..." or an all-bold line right before the table (or a pandoc "Table: ..." line right after it)."""
     lines = text.split("\n")
     prose_start, i, fenced = 0, 0, False
     while i < len(lines):
