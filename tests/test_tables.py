@@ -312,3 +312,19 @@ def test_markdown_caption_in_bold_and_pandoc_style():
     parsed = parse_bytes(text.encode(), "costs.md")
     assert [(s.table, s.section, s.header, s.text) for s in parsed.segments if s.table] == [
         (1, "Costs > Travel per trip", "Trip | Cost", "Oslo | 420"), (2, "Costs > Office supplies", "Item | Qty", "Pens | 12")]
+
+
+def test_a_docx_whose_only_text_is_in_a_content_control_is_not_called_empty():
+    document = docx.Document()
+    sdt = OxmlElement("w:sdt")
+    content = OxmlElement("w:sdtContent")
+    paragraph = OxmlElement("w:p")
+    run = OxmlElement("w:r")
+    text = OxmlElement("w:t")
+    text.text = "Signed by the tenant on arrival"
+    run.append(text), paragraph.append(run), content.append(paragraph), sdt.append(content)
+    document.element.body.insert(0, sdt)
+    out = io.BytesIO()
+    document.save(out)
+    parsed = parse_bytes(out.getvalue(), "form.docx")
+    assert parsed.text == "Signed by the tenant on arrival" and "content controls" in parsed.warnings[0]

@@ -49,11 +49,16 @@ def parse_docx(data: bytes, filename: str) -> ParsedDocument:
             raise
         return _docx_from_xml(data, filename, "its structure could not be read")
     try:
-        return _docx_structured(document, filename)
+        parsed = _docx_structured(document, filename)
     except Exception as exc:
         if not _library_failure(exc):
             raise
         return _docx_from_xml(data, filename, "its layout could not be read")
+    if not any(s.text.strip() for s in parsed.segments):  # all its words in content controls or text boxes
+        fallback = _docx_from_xml(data, filename, "its text sits only in content controls or text boxes")
+        if fallback.segments:
+            return fallback
+    return parsed
 
 
 def _docx_structured(document, filename: str) -> ParsedDocument:
