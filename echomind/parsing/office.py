@@ -42,6 +42,7 @@ def _library_failure(exc: BaseException) -> bool:
 
 
 def parse_docx(data: bytes, filename: str) -> ParsedDocument:
+    """python-docx for structure (headings, tables, headers); the raw text runs when it cannot cope."""
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:
@@ -225,6 +226,7 @@ def _xml_paragraphs(root, namespace: str = W) -> list[str]:
 
 
 def parse_pptx(data: bytes, filename: str, filetype: str = "pptx") -> ParsedDocument:
+    """Slide by slide; a slide python-pptx cannot read keeps its text runs, a deck it cannot open is refused."""
     try:
         deck = Presentation(io.BytesIO(data))
         slides = list(deck.slides)
