@@ -135,8 +135,10 @@ class Lab(AnswerLab):
 
     def add_question(self, set_id: str, text: str, expected: dict[str, int], qid: str | None = None,
                      labels: dict[str, Any] | None = None, answers: Any = None, unanswerable: bool = False) -> str:
-        """A question already in the set (same text) gets the new expected items and gold answers added to it.
-        A question needs something to be measured against: what answers it, gold answers, or the unanswerable mark."""
+        """A question already in the set gets the new expected items and gold answers added to it: the same
+        ``qid`` when one is given (imports: SQuAD asks the same words about different paragraphs), else the
+        same text (the inspector). A question needs something to be measured against: what answers it, gold
+        answers, or the unanswerable mark."""
         text = " ".join(text.split())
         answers = clean_answers(answers)
         if not text or not (expected or answers or unanswerable):
@@ -145,7 +147,8 @@ class Lab(AnswerLab):
         labels = dict(labels or {})
         labels |= {k: self.describe(k) for k in expected if k not in labels}
         with self.store.atomic() as conn:
-            same = conn.execute("SELECT * FROM lab_questions WHERE set_id = ? AND text = ?", (set_id, text)).fetchone()
+            same = conn.execute("SELECT * FROM lab_questions WHERE set_id = ? AND " + ("qid = ?" if qid else "text = ?"),
+                                (set_id, qid or text)).fetchone()
             if same is not None:
                 merged = json.loads(same["expected_json"]) | expected
                 golds = list(dict.fromkeys(json.loads(same["answers_json"]) + answers))

@@ -140,7 +140,9 @@ def squad():
         for line in f:
             row = json.loads(line)
             gold[row["_id"]] = row["answers"]
-    asked = [q for q, rel in beir.qrels.items() if next(iter(rel)) in PARAGRAPHS][:5]
+    on = [q for q, rel in beir.qrels.items() if next(iter(rel)) in PARAGRAPHS]
+    asked = [on[i] for i in (0, 1, 2, 5, 8)]  # 5 and 8: the same words, two SQuAD questions (as eval-answers asks them)
+    assert beir.queries[asked[3]] == beir.queries[asked[4]] and asked[3] != asked[4]
     left_out = next(q for q, rel in beir.qrels.items() if article_of(next(iter(rel))) == "Normans")
     return beir, gold, asked, left_out
 
