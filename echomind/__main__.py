@@ -163,6 +163,23 @@ def cmd_eval_answers(args) -> int:
     return 0
 
 
+def cmd_eval_followups(args) -> int:
+    from .engine import Engine
+    from .followup_eval import build_followup_library, compare_followups, format_report, load_followups
+
+    pairs = load_followups(args.set)
+    data_dir = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="echomind-followups-"))
+    t = time.perf_counter()
+    engine = Engine(AppConfig(data_dir=data_dir, llm_backend="none"))
+    build_followup_library(engine, args.shared)
+    results = compare_followups(engine, pairs)
+    print(f"{len(pairs)} two-turn pairs; second-turn hit@5 with condensation on and off (no LLM, default knobs)")
+    print(format_report(results))
+    print(f"total {time.perf_counter() - t:.0f} s")
+    engine.close()
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
@@ -235,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", help="keep the ingested library here and reuse it")
     p.add_argument("--json", help="also write figures and every answer to this file")
     p.set_defaults(func=cmd_eval_answers)
+    p = sub.add_parser("eval-followups", help="second-turn retrieval hit@5 of two-turn follow-ups, condensation on vs off")
+    p.add_argument("--set", default=str(Path(__file__).resolve().parents[1] / "tests" / "data" / "followups.jsonl"))
+    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"), help="the shared data directory")
+    p.add_argument("--store", help="keep the library here and reuse it")
+    p.set_defaults(func=cmd_eval_followups)
     p = sub.add_parser("bench", help="ingestion throughput, retrieval latency at 10k/100k chunks, start-up, memory")
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--queries", type=int, default=200)

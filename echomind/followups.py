@@ -18,6 +18,10 @@ FOLLOWUP = re.compile(
     r"\b(it|its|it's|that|this|those|these|they|them|their|there|he|she|him|her|his|hers|one|ones|same|also|too|else|more|former|latter)\b"
     r"|^(and|but|or|so|then|what about|how about|why not|what else|and what|same for|also)\b", re.I)
 SHORT_CONTENT_WORDS = 3  # "How much?", "When was the last one?", "Who funded the study?"
+# Words that ask but name no topic: not counted when judging whether a question carries its own topic
+ASKING_WORDS = frozenset(prompts.content_words(
+    "what which who whom whose where when why how was were is are am be been being did do does done had has have having can could "
+    "would should will shall may might must so other else any some many much"))
 
 
 def looks_like_followup(question: str) -> bool:
@@ -26,7 +30,7 @@ def looks_like_followup(question: str) -> bool:
     words = question.split()
     if len(words) <= 12 and FOLLOWUP.search(question):
         return True
-    return len(prompts.content_words(question)) <= SHORT_CONTENT_WORDS
+    return len(prompts.content_words(question) - ASKING_WORDS) <= SHORT_CONTENT_WORDS
 
 
 def topic_question(history: list[dict[str, Any]]) -> str:
