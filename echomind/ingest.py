@@ -222,9 +222,15 @@ def identity_header(filename: str, title: str | None, doc_date: str | None) -> s
     return HEADER_SEPARATOR.join(dict.fromkeys(p for p in parts if p))
 
 
-def identify(parsed: ParsedDocument, meta: dict[str, Any], filename: str, redact_pii: bool) -> tuple[str, dict[str, Any]]:
+def identify(parsed: ParsedDocument, meta: dict[str, Any], filename: str, redact_pii: bool, infer: bool = True) -> tuple[str, dict[str, Any]]:
     """The header line for the chunker and what goes into the document's meta_json. A title read from
-    the text is redacted like the text itself (it is indexed and shown as the chunk's context)."""
+    the text is redacted like the text itself (it is indexed and shown as the chunk's context).
+    ``infer=False`` (texts added by name: corpora, transcripts): their names are labels we made up and
+    their first dates say nothing about them, so only the title and date given with them are used."""
+    if not infer:
+        title = meaningful_title(meta.get("title"))
+        given = parse_date(str(meta["date"])) if meta.get("date") else None
+        return identity_header("", title, given), {"doc_title": title} | ({"doc_date": given, "doc_date_source": "given"} if given else {})
     title = document_title(parsed, meta, filename)
     if title and redact_pii and title not in (meta.get("title"), parsed.metadata.get("title")):
         title = redact(title)[0]
@@ -322,7 +328,7 @@ class IngestMixin:
             doc_ids = [uuid.uuid4().hex[:16] for _ in prepared]
             chunked = []
             for (name, parsed, _, _, meta), doc_id in zip(prepared, doc_ids):
-                header, identity = identify(parsed, meta, name, self.config.redact_pii)
+                header, identity = identify(parsed, meta, name, self.config.redact_pii, infer=False)
                 meta.update(identity)
                 chunked.append(chunk_segments(parsed.segments, doc_id, parsed.tabular, title=header, redact_pii=self.config.redact_pii))
             for (name, *_), chunks in zip(prepared, chunked):
