@@ -7,6 +7,8 @@ Mixed into ``lab.Lab`` (which holds ``engine`` and ``store``); kept apart so lab
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any, Callable
 
@@ -138,6 +140,19 @@ class AnswerLab:
     def delete_answer_run(self, run_id: int) -> None:
         with self.store.atomic() as conn:
             conn.execute("DELETE FROM lab_answer_runs WHERE id = ?", (run_id,))
+
+    def export_answer_run_csv(self, run_id: int) -> str:
+        """One answer run per question, for a spreadsheet: what was asked, answered and how it scored."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["qid", "question", "unanswerable", "answer", "gold", "contains_gold", "f1", "refused", "valid_citation",
+                         "invalid_citations", "unsupported", "ttft_ms", "total_ms"])
+        for q in self.get_answer_run(run_id)["questions"]:
+            writer.writerow([q["qid"], q["question"], int(q["unanswerable"]), q["answer"], " | ".join(q["golds"]),
+                             "" if q["contains_gold"] is None else int(q["contains_gold"]), "" if q["f1"] is None else round(q["f1"], 4),
+                             int(q["refused"]), int(q["valid_citation"]), q["invalid_citations"], " | ".join(q["unsupported"]),
+                             round(q["ttft_ms"], 1), round(q["total_ms"], 1)])
+        return out.getvalue()
 
     def export_answer_runs(self, set_id: str) -> list[dict[str, Any]]:
         rows = self.store.query("SELECT * FROM lab_answer_runs WHERE set_id = ? ORDER BY id", (set_id,))

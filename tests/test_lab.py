@@ -3,6 +3,8 @@ runs with metrics per question; compare; sweep; export and import (JSON and CSV)
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -189,6 +191,8 @@ def test_answer_run_gives_the_benchmarks_figures(engine, squad):
         engine.lab.answer_run(set_id, RetrievalSettings(), limit=0)
     with pytest.raises(EchoMindError, match="No question in this set has gold answers"):
         engine.lab.answer_run(engine.lab.create_set("Empty"), RetrievalSettings())
+    table = list(csv.DictReader(io.StringIO(engine.lab.export_answer_run_csv(run["id"]))))
+    assert [r["answer"] for r in table] == [r["answer"] for r in rows] and table[-1]["contains_gold"] == "" and table[-1]["unanswerable"] == "1"
     engine.lab.delete_answer_run(limited["id"])
     assert [r["id"] for r in engine.lab.answer_runs(set_id)] == [run["id"]]
 

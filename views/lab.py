@@ -269,7 +269,10 @@ with tabs[4]:
                 "F1": None if q["f1"] is None else round(q["f1"], 3), "refused": "yes" if q["refused"] else "",
                 "unsupported claims": " | ".join(q["unsupported"]), "TTFT ms": round(q["ttft_ms"])} for q in run["questions"]]),
                 hide_index=True, width="stretch")
-            if st.button("Delete this answer run"):
+            cols = st.columns(2)
+            cols[0].download_button("This answer run, per question (CSV)", lab.export_answer_run_csv(run["id"]),
+                                    file_name=f"{lab.get_set(set_id)['name']}.answers{run['id']}.csv", mime="text/csv")
+            if cols[1].button("Delete this answer run"):
                 lab.delete_answer_run(run["id"])
                 st.rerun()
 
