@@ -56,7 +56,7 @@ class Citation:
 class Answer:
     chat_id: str
     question: str
-    path: str  # "general" | "no_context" | "rag"
+    path: str  # "general" | "no_context" (nothing relevant) | "no_answer" (relevant, but no sentence answers) | "rag"
     backend: str
     retrieval: Retrieval | None = None
     blocks: list[Block] = field(default_factory=list)
@@ -84,7 +84,7 @@ class Answer:
     @property
     def refused(self) -> bool:
         """No answer from the documents: nothing relevant, or nothing in the context answered."""
-        return self.path == "no_context" or (self.path == "rag" and not any(c.cited for c in self.citations))
+        return self.path in ("no_context", "no_answer") or (self.path == "rag" and not any(c.cited for c in self.citations))
 
     def stop(self) -> None:
         """Ask a running stream to end after its current piece; what was written so far is kept."""
@@ -223,6 +223,7 @@ def _words(text: str) -> Iterator[str]:
 
 Status = Callable[[str], None]
 NO_DOCUMENT = "I found nothing in your documents that answers this"
+NO_ANSWER = "Your documents have passages about this, but none of them answers it"
 
 
 def _no_context_note(retrieval: Retrieval, threshold: float) -> str:
@@ -287,11 +288,22 @@ def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, 
         answer.blocks = blocks
         ranked = extractive.score_candidates(retrieval.standalone, extractive.candidates(blocks), engine.embedder, engine.sparse.idf,
                                              {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks})
+        priors = {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks}
         picked = extractive.choose(ranked)
         if ranked:
             best = ranked[0]
             answer.evidence = {"score": best.score, "cosine": best.cosine, "overlap": best.overlap, "kind": best.kind,
-                               "relevance": retrieval.best_relevance}
+                               "relevance": retrieval.best_relevance,
+                               "evidence": extractive.evidence(best, priors.get(best.block, 0.0), retrieval.best_relevance)}
+        asked = extractive.asked_kind(retrieval.standalone)
+        missing = asked in ("date", "number") and ranked and not ranked[0].kind  # "when ...?" answered without a date is no answer
+        if not ranked or answer.evidence["evidence"] < settings.min_evidence or missing:
+            answer.path = "no_answer"
+            answer.timings_ms["select"] = (time.perf_counter() - t) * 1000
+            why = (f"the best one gives no {asked}" if missing else
+                   f"the best sentence's evidence is {answer.evidence.get('evidence', 0.0):.2f}, below {settings.min_evidence:.2f}")
+            answer._pieces = _words(f"{NO_ANSWER} ({why}).")
+            return answer
         if llm is not None and ranked:
             picked = _model_pick(llm, retrieval.standalone, ranked, picked, config, answer)
         answer.timings_ms["select"] = (time.perf_counter() - t) * 1000

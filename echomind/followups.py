@@ -25,11 +25,13 @@ ASKING_WORDS = frozenset(prompts.content_words(
 
 
 def looks_like_followup(question: str) -> bool:
-    """Leans on the conversation: a pronoun or continuation word in a short question, or too few content
-    words to name a topic."""
+    """Leans on the conversation: a pronoun or continuation word in a short question, or, naming nothing
+    (no capitalised word after the first), too few content words to carry a topic."""
     words = question.split()
     if len(words) <= 12 and FOLLOWUP.search(question):
         return True
+    if any(w[:1].isupper() for w in words[1:]):  # "What is the capital of Peru?" names its own topic
+        return False
     return len(prompts.content_words(question) - ASKING_WORDS) <= SHORT_CONTENT_WORDS
 
 

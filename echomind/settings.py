@@ -141,7 +141,8 @@ class RetrievalSettings:
     rerank: bool = False
     rerank_candidates: int = 12
     rerank_top_n: int = 5
-    relevance_threshold: float = 0.35
+    relevance_threshold: float = 0.2
+    min_evidence: float = 0.5  # answers without an LLM: the best sentence must answer this likely (see extractive.evidence)
     parent_context_max_chars: int = 1600
     compression: bool = False
     dedupe_sentences: bool = True
@@ -162,6 +163,8 @@ class RetrievalSettings:
             raise ValueError(f"time_window must be one of {', '.join(TIME_WINDOWS)}, not {self.time_window!r}")
         if self.source_type not in ("all", "documents", "transcripts"):
             raise ValueError("source_type must be 'all', 'documents' or 'transcripts'")
+        if not 0 <= self.min_evidence <= 1:
+            raise ValueError("min_evidence is a fraction in [0, 1]")
         if not 0 <= self.relevance_threshold <= 1 or not 0 < self.dedupe_overlap <= 1 or not 0 <= self.recency_floor <= 1:
             raise ValueError("relevance_threshold, dedupe_overlap and recency_floor are fractions in [0, 1]")
         if self.rerank_candidates < 1 or self.rerank_top_n < 1 or self.parent_context_max_chars < 100:

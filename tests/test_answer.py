@@ -121,7 +121,7 @@ def test_threshold_sends_off_topic_questions_to_the_no_context_path(shop):
     chat = shop.chats.create()
     answer = shop.ask(chat, "Who won the football world cup in 2018?").complete()
     assert answer.path == "no_context" and answer.no_relevant_documents
-    assert answer.text.startswith("I found nothing in your documents that answers this") and "threshold 0.35" in answer.text
+    assert answer.text.startswith("I found nothing in your documents that answers this") and "threshold 0.20" in answer.text
     assert answer.refused and not answer.citations
     assert all(not h.trace["passed_threshold"] for h in answer.retrieval.hits)
     small = ScriptedLLM(default="France won the 2018 World Cup.")
@@ -247,3 +247,17 @@ def test_an_answer_that_repeats_the_prompt_is_replaced_by_cited_passages(shop):
     answer = shop.ask(chat, "How much does the Aurora X2 cost?").complete()
     assert answer.text.startswith("⚠️ The model repeated the prompt") and "499" in answer.text and answer.citations[0].cited
     assert shop.chats.messages(chat)[-1]["content"] == answer.text
+
+
+def test_relevant_passages_that_do_not_answer_are_not_quoted_as_an_answer(shop):
+    chat = shop.chats.create()
+    answered = shop.ask(chat, "How much does the Aurora X2 cost?").complete()
+    assert answered.path == "rag" and "499 euros" in answered.text and answered.evidence["evidence"] >= 0.5
+    undated = shop.ask(chat, "When was the Aurora X2 first sold in Japan?").complete()
+    assert undated.retrieval.relevant  # the machine is in the library ...
+    assert undated.path == "no_answer" and undated.refused  # ... but no sentence gives a date
+    assert undated.text == "Your documents have passages about this, but none of them answers it (the best one gives no date)."
+    off_topic = shop.ask(chat, "What is the capital of Peru?").complete()
+    assert off_topic.refused and "[1]" not in off_topic.text
+    strict = shop.ask(chat, "How much does the Aurora X2 cost?", RetrievalSettings(min_evidence=1.0)).complete()
+    assert strict.path == "no_answer" and "below 1.00" in strict.text  # the knob decides

@@ -44,6 +44,8 @@ for message in engine.chats.messages(chat_id):
         meta = message["meta"]
         if message["role"] == "assistant" and meta.get("path") == "no_context":
             st.caption("No document was relevant to this question.")
+        elif message["role"] == "assistant" and meta.get("path") == "no_answer":
+            st.caption("Relevant passages were found, but none answers this question (see Sources).")
         st.markdown(message["content"])
         if message["role"] == "assistant":
             for notice in meta.get("notices") or []:

@@ -37,6 +37,9 @@ def knobs() -> RetrievalSettings:
         st.number_input("Sparse (BM25) weight", 0.0, 1.0, step=0.1, key=_key("sparse_weight"), format="%.2f")
         st.slider("Relevance threshold", 0.0, 1.0, step=0.05, key=_key("relevance_threshold"),
                   help="Compared with each hit's relevance in [0, 1]: rerank score / 10, or the calibrated cosine similarity.")
+        st.slider("Minimum evidence to answer", 0.0, 1.0, step=0.05, key=_key("min_evidence"),
+                  help="Answers without an LLM (and with the small embedded one) quote the best sentences only when the best one "
+                       "answers the question this likely; below it, the answer says no passage answers it.")
     with side.expander("Query"):
         st.toggle("Condense follow-up questions", key=_key("condense_followups"))
         st.toggle("Query expansion", key=_key("query_expansion"))
