@@ -15,7 +15,9 @@ st.title("Settings")
 st.subheader("Language model")
 backends = ["auto", "ollama", "embedded", "none"]
 backend = st.radio("Backend", backends, index=backends.index(config.llm_backend), horizontal=True, key="set_backend",
-                   help="auto: Ollama when a server answers with the model, else the embedded model, else extractive answers.")
+                   help="auto: Ollama when a server answers with the model, else extractive answers (cited sentences from your documents), "
+                        "which measured better than the embedded SmolLM2-135M (see the README). embedded: the small model chooses "
+                        "among the cited sentences. none: extractive answers.")
 host = st.text_input("Ollama host", value=config.ollama_host, key="set_host")
 models = st.session_state.get("ollama_models")
 if st.button("List the server's models"):
@@ -59,7 +61,7 @@ if st.button("Save settings", type="primary"):
             engine = restart_engine()
         else:
             engine.reconfigure()
-        st.success(f"Saved. Answers now come from {engine.llm.name if engine.llm else 'no LLM (extractive answers)'}.")
+        st.success(f"Saved. Answers now come from {engine.answerer_label()}.")
     except EchoMindError as exc:
         st.error(f"Saved, but the model could not be loaded: {exc}")
 
