@@ -266,7 +266,7 @@ class IngestMixin:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         progress("parse", 0.0)
-        parsed = self.parser.parse(data, filename, password, self.limits)
+        parsed = self.parser.parse(data, filename, password, self.limits, progress=lambda done, total: progress("parse", done / max(1, total)))  # OCR pages
         timings["parse"] = time.perf_counter() - t
         meta = dict(meta or {})
         if existing is not None:
