@@ -13,7 +13,8 @@ import pypdf
 from pypdf.errors import FileNotDecryptedError, LimitReachedError, PdfReadError
 
 from ..errors import CorruptFile, NoExtractableText, PasswordRequired
-from .models import ParsedDocument, Segment
+from .models import ParsedDocument
+from .pdf_tables import page_segments
 
 Progress = Callable[[int, int], None]  # (pages read with OCR so far, pages to read with OCR)
 
@@ -66,7 +67,7 @@ def parse_pdf(data: bytes, filename: str, password: str | None = None, progress:
                 texts[number] = ""
         metadata = _metadata(reader, count)
     ocr_pages, no_text = _ocr(data, filename, password, texts, pictures, warnings, progress, max_ocr_pages)
-    segments = [Segment(text=texts[n], page=n) for n in sorted(texts) if texts[n].strip()]
+    segments = page_segments(data, password, texts, skip=set(ocr_pages))  # tables on text pages: one segment per row
     if ocr_pages:
         metadata["ocr_pages"] = sorted(ocr_pages)
         metadata["ocr_seconds_per_page"] = {n: round(s, 2) for n, s in sorted(ocr_pages.items())}
