@@ -118,9 +118,7 @@ class Answer:
             parts.append("\n\n*(stopped)*")
             yield parts[-1]
         elif self.path == "rag" and not self.error and self._needs_fallback("".join(parts)):
-            fallback = extractive.render(extractive.choose(extractive.score_candidates(
-                self.retrieval.standalone, extractive.candidates(self.blocks), self._engine.embedder, self._engine.sparse.idf,
-                {b.number: b.hit.trace.get("relevance", 0.0) for b in self.blocks})))
+            fallback = extractive.render(extractive.choose(ranked_sentences(self._engine, self.retrieval.standalone, self.blocks)[0]))
             reason = ("repeated the prompt instead of answering" if prompts.echoes_prompt("".join(parts))
                       else "gave no answer its sources support")
             notice = f"\n\n⚠️ The model {reason}; here are the passages that answer it.\n\n"
@@ -284,31 +282,8 @@ def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, 
     answer.timings_ms["context"] = (time.perf_counter() - t) * 1000
     answer.path = "rag"
     if llm is None or getattr(llm, "local_small", False):
-        t = time.perf_counter()
         answer.blocks = blocks
-        ranked = extractive.score_candidates(retrieval.standalone, extractive.candidates(blocks), engine.embedder, engine.sparse.idf,
-                                             {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks})
-        priors = {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks}
-        picked = extractive.choose(ranked)
-        if ranked:
-            best = ranked[0]
-            answer.evidence = {"score": best.score, "cosine": best.cosine, "overlap": best.overlap, "kind": best.kind,
-                               "relevance": retrieval.best_relevance,
-                               "evidence": extractive.evidence(best, priors.get(best.block, 0.0), retrieval.best_relevance)}
-        asked = extractive.asked_kind(retrieval.standalone)
-        missing = asked in ("date", "number") and ranked and not ranked[0].kind  # "when ...?" answered without a date is no answer
-        if not ranked or answer.evidence["evidence"] < settings.min_evidence or missing:
-            answer.path = "no_answer"
-            answer.timings_ms["select"] = (time.perf_counter() - t) * 1000
-            why = (f"the best one gives no {asked}" if missing else
-                   f"the best sentence's evidence is {answer.evidence.get('evidence', 0.0):.2f}, below {settings.min_evidence:.2f}")
-            answer._pieces = _words(f"{NO_ANSWER} ({why}).")
-            return answer
-        if llm is not None and ranked:
-            picked = _model_pick(llm, retrieval.standalone, ranked, picked, config, answer)
-        answer.timings_ms["select"] = (time.perf_counter() - t) * 1000
-        status("Writing the answer")
-        answer._pieces = _words(extractive.render(picked) if picked else prompts.NOT_ENOUGH)
+        _quote(answer, engine, llm, retrieval, settings, config, status)
         return answer
     system = prompts.with_persona(prompts.RAG_SYSTEM, config.persona)
     fixed = llm.count_tokens(system + prompts.rag_user_message(message, "", summary)) + 32
@@ -319,6 +294,38 @@ def start_turn(engine, chat_id: str, message: str, settings: RetrievalSettings, 
     answer._pieces = checked_stream(_generate(llm, messages, config), answer.blocks, answer.removed)
     answer._checked = True
     return answer
+
+
+def ranked_sentences(engine, question: str, blocks: list[Block]) -> tuple[list[extractive.Candidate], dict[int, float]]:
+    """The context's sentences, best first, and each block's relevance (the scorer's prior)."""
+    priors = {b.number: b.hit.trace.get("relevance", 0.0) for b in blocks}
+    return extractive.score_candidates(question, extractive.candidates(blocks), engine.embedder, engine.sparse.idf, priors), priors
+
+
+def _quote(answer: Answer, engine, llm: LLM | None, retrieval: Retrieval, settings: RetrievalSettings, config, status: Status) -> None:
+    """The grounded-by-construction path: quote the best sentences, or say that none answers (the
+    evidence gate); a small local model may only choose which sentence comes first."""
+    t = time.perf_counter()
+    ranked, priors = ranked_sentences(engine, retrieval.standalone, answer.blocks)
+    asked = extractive.asked_kind(retrieval.standalone)
+    if ranked:
+        best = ranked[0]
+        answer.evidence = {"score": best.score, "cosine": best.cosine, "overlap": best.overlap, "kind": best.kind,
+                           "relevance": retrieval.best_relevance,
+                           "evidence": extractive.evidence(best, priors.get(best.block, 0.0), retrieval.best_relevance)}
+    missing = asked in ("date", "number") and ranked and not ranked[0].kind  # "when ...?" answered without a date is no answer
+    if not ranked or answer.evidence["evidence"] < settings.min_evidence or missing:
+        answer.path = "no_answer"
+        why = (f"the best one gives no {asked}" if missing else
+               f"the best sentence's evidence is {answer.evidence.get('evidence', 0.0):.2f}, below {settings.min_evidence:.2f}")
+        answer._pieces = _words(f"{NO_ANSWER} ({why}).")
+    else:
+        picked = extractive.choose(ranked)
+        if llm is not None:
+            picked = _model_pick(llm, retrieval.standalone, ranked, picked, config, answer)
+        status("Writing the answer")
+        answer._pieces = _words(extractive.render(picked))
+    answer.timings_ms["select"] = (time.perf_counter() - t) * 1000
 
 
 def _model_pick(llm: LLM, question: str, ranked: list[extractive.Candidate], picked: list[extractive.Candidate], config,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from conftest import doc
-from echomind.prompts import NOT_ENOUGH
 from echomind.settings import RetrievalSettings
 from scripted_llm import ScriptedLLM
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import stat
 
-from echomind.settings import AppConfig
 from scripted_llm import ScriptedLLM
 
 from conftest import doc

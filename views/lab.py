@@ -286,7 +286,7 @@ with tabs[5]:
         cols[1].download_button("Questions (CSV)", lab.export_questions_csv(set_id), file_name=f"{name}.questions.csv", mime="text/csv")
         runs = lab.runs(set_id)
         if runs:
-            cols[2].download_button(f"Latest run, per question (CSV)", lab.export_run_csv(runs[-1]["id"]), file_name=f"{name}.run{runs[-1]['id']}.csv", mime="text/csv")
+            cols[2].download_button("Latest run, per question (CSV)", lab.export_run_csv(runs[-1]["id"]), file_name=f"{name}.run{runs[-1]['id']}.csv", mime="text/csv")
     st.subheader("Import")
     upload = st.file_uploader("A Lab export (JSON) or a questions CSV", type=["json", "csv"], key="lab_import")
     if upload is not None and st.button("Import file"):
