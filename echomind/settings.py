@@ -59,7 +59,7 @@ class AppConfig:
     bm25_variant: str = "lucene"  # see echomind.index.sparse.VARIANTS
     llm_backend: str = "auto"  # auto | ollama | openai | embedded | none
     ollama_model: str = "llama3.2"
-    openai_base_url: str = "http://127.0.0.1:8080/v1"  # any OpenAI-compatible server (llama.cpp, LM Studio, vLLM, a hosted API)
+    openai_base_url: str = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"))  # llama.cpp, LM Studio, vLLM, a hosted API
     openai_model: str = ""  # empty: auto skips the server; the "openai" backend uses the server's first model
     openai_api_key: str = field(default="", repr=False)  # empty: OPENAI_API_KEY; stored only in the owner-only settings.json, never printed
     openai_embed_model: str = ""  # empty: the server's first model

@@ -285,3 +285,50 @@ def test_settings_keep_the_server_and_key_owner_only(tmp_path):
     assert (loaded.llm_backend, loaded.openai_base_url, loaded.openai_model, loaded.openai_api_key) == ("openai", "https://api.example.com/v1", "gpt-x", "sk-abc-1234")
     with pytest.raises(ValueError, match="llm_backend must be one of auto, ollama, openai"):
         AppConfig(llm_backend="openia")
+
+
+def test_settings_page_names_the_receiving_host_and_never_shows_the_key(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from echomind.ui.state import get_engine
+
+    monkeypatch.setenv("ECHOMIND_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "settings.json").write_text(json.dumps({"llm_backend": "none"}))
+    get_engine.clear()
+    try:
+        with FakeOpenAI() as server:
+            at = AppTest.from_file(str(ROOT / "views" / "settings.py"), default_timeout=120).run()
+            assert not at.exception and "openai" in at.radio(key="set_backend").options
+            assert any("Local: the server runs on this machine." in c.value for c in at.caption)
+            at.text_input(key="set_openai_url").set_value("https://api.example.com/v1").run()
+            assert any("Passages from your documents are sent to **api.example.com**." in c.value for c in at.caption)
+            at.text_input(key="set_openai_url").set_value(server.base_url).run()
+            at.button(key="set_openai_list").click().run()
+            assert at.selectbox(key="set_openai_model_pick").options == ["tiny-model"]
+            at.radio(key="set_backend").set_value("openai")
+            at.text_input(key="set_openai_key").set_value("sk-typed-secret-5678")
+            next(b for b in at.button if b.label == "Save settings").click().run()
+            assert not at.exception and "openai:tiny-model" in at.success[0].value
+            saved = AppConfig.load(tmp_path)
+            assert (saved.llm_backend, saved.openai_base_url, saved.openai_model, saved.openai_api_key) == ("openai", server.base_url, "tiny-model", "sk-typed-secret-5678")
+            again = AppTest.from_file(str(ROOT / "views" / "settings.py"), default_timeout=120).run()
+            key_box = again.text_input(key="set_openai_key")
+            assert key_box.value == "" and key_box.placeholder == "saved: ••••••••5678"
+            assert "typed-secret" not in json.dumps([str(e) for e in again.main], default=str)
+    finally:
+        get_engine().close()
+        get_engine.clear()
+
+
+def test_cli_ask_with_the_openai_backend(tmp_path, llama_server):
+    data = tmp_path / "lib"
+    data.mkdir()
+    (data / "settings.json").write_text(json.dumps({"llm_backend": "none", "openai_base_url": llama_server}))
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-m", "echomind", "--data-dir", str(data), "ask", "Hello!", "--llm", "openai"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "OPENAI_API_KEY": ""})
+    assert done.returncode == 0, done.stderr
+    assert "(openai:SmolLM2-135M-Instruct.Q4_1.gguf" in done.stderr and done.stdout.strip()
