@@ -332,3 +332,53 @@ def test_cli_ask_with_the_openai_backend(tmp_path, llama_server):
                           capture_output=True, text=True, timeout=300, env={**os.environ, "OPENAI_API_KEY": ""})
     assert done.returncode == 0, done.stderr
     assert "(openai:SmolLM2-135M-Instruct.Q4_1.gguf" in done.stderr and done.stdout.strip()
+
+
+# --- embeddings ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def embedding_server():
+    process, base_url = _start_llama_server("--embedding", "true")
+    yield base_url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_the_real_server_embeds_a_library_that_search_finds(make_engine, tmp_path, embedding_server):
+    """llama-cpp-python's server with a generative GGUF: no pooling (one vector per token) and no
+    batches (500); the embedder pools and falls back to one text per request."""
+    from echomind.providers import make_embedder
+    from echomind.providers.openai_embed import OpenAICompatibleEmbedder
+
+    embedder = make_embedder(AppConfig(data_dir=tmp_path / "cfg", embedder="openai", openai_base_url=embedding_server, embed_batch_size=4))
+    assert isinstance(embedder, OpenAICompatibleEmbedder) and embedder.id == "openai:SmolLM2-135M-Instruct.Q4_1.gguf"
+    texts = ["The Aurora X2 costs 499 euros.", "The kettle boils water.", "Aurora", "pump", "release date"]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (5, embedder.dim) and embedder.dim == 576
+    assert abs(float(vectors[0] @ embedder.embed([texts[0]])[0]) / float(vectors[0] @ vectors[0]) - 1) < 1e-3  # same text, same vector
+    engine = make_engine(emb=embedder)
+    engine.ingest_bytes("aurora.txt", AURORA)
+    hits = engine.search("Aurora X2 price").hits
+    assert hits and hits[0].source["filename"] == "aurora.txt" and hits[0].trace["dense_rank"] == 1
+
+
+def test_embedder_batches_retries_after_the_hint_and_names_a_bad_key():
+    from echomind.errors import EmbedderError
+    from echomind.providers.openai_embed import OpenAICompatibleEmbedder
+
+    with FakeOpenAI(mode="429", rate_limited=1) as server:
+        embedder = OpenAICompatibleEmbedder(server.base_url, "k", "tiny-model", batch_size=2)
+        vectors = embedder.embed([f"text number {i}" for i in range(5)])
+        assert vectors.shape == (5, 64) and embedder.id == "openai:tiny-model"
+    posts = [r for r in server.requests if r["path"] == "/v1/embeddings"]
+    assert [len(r["input"]) for r in posts] == [2, 2, 2, 1]  # the first batch was refused once, then sent again
+    assert posts[1]["time"] - posts[0]["time"] >= 0.9
+    with FakeOpenAI(mode="401") as server:
+        with pytest.raises(EmbedderError, match="check the API key"):
+            OpenAICompatibleEmbedder(server.base_url, "sk-bad-key-0000", "tiny-model").embed(["x"])
+    down = f"http://127.0.0.1:{_free_port()}/v1"
+    with pytest.raises(EmbedderError, match="failed after 2 tries: not reachable"):
+        OpenAICompatibleEmbedder(down, "", "m", retries=2, backoff_s=0.05).embed(["x"])

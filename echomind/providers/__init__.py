@@ -26,7 +26,12 @@ def make_embedder(config: AppConfig) -> Embedder:
         from .ollama_embed import OllamaEmbedder
 
         return OllamaEmbedder(config.ollama_host, config.ollama_embed_model, config.embed_max_chars, config.embed_batch_size)
-    raise ValueError(f"Unknown embedder {config.embedder!r}; choose 'minilm-int8' or 'ollama'")
+    if config.embedder == "openai":
+        from .openai_embed import OpenAICompatibleEmbedder
+
+        return OpenAICompatibleEmbedder(config.openai_base_url, config.openai_api_key, config.openai_embed_model, config.embed_max_chars,
+                                        config.embed_batch_size)
+    raise ValueError(f"Unknown embedder {config.embedder!r}; choose 'minilm-int8', 'ollama' or 'openai'")
 
 
 def truncate_words(text: str, max_chars: int) -> str:
