@@ -31,7 +31,7 @@ NUMBER = re.compile(r"^[(\-−$€£]*\d[\d,.]*%?\)?%?$|^[—–$%]$")
 
 def mostly_numbers(line: str) -> bool:
     """A table line: at least three figures and no fewer figures than words."""
-    tokens = line.split()
+    tokens = [t for t in line.split() if t not in ("|", "$", "%")]  # PDF table rows: "Label | $ 5,931 | 7 %"
     figures = sum(bool(NUMBER.match(t)) for t in tokens)
     return figures >= 3 and figures >= len(tokens) - figures
 
@@ -46,8 +46,9 @@ def test_filings_keep_every_figure_and_lose_their_cover_phone(filings, name):
     parsed = filings[name]
     result = chunk_segments(parsed.segments, "f", parsed.tabular, title=name)
     assert result.redactions == {"PHONE": 1}, result.redactions
+    assert result.sensitivity is Sensitivity.LOW  # a company's filing is not about a person
     texts = [c.text for c in result.chunks]
-    flat = " ".join(" ".join(t.split()) for t in texts)
+    flat = " ".join(" ".join(t.replace(" | ", " ").split()) for t in texts)  # table rows keep their cells apart with " | "
     assert COVER_PHONES[name] not in flat and "[REDACTED_PHONE]" in flat
     for row in ROWS[name]:
         assert row in flat, row
@@ -60,7 +61,7 @@ def test_filings_keep_every_figure_and_lose_their_cover_phone(filings, name):
             if "[REDACTED_" in line:
                 assert not mostly_numbers(line.replace("[REDACTED_PHONE]", "")), line
                 assert line == "[REDACTED_PHONE]", line  # the cover phone stands on its own line in both filings
-    assert table_lines > 100  # the check above really ran over the statements
+    assert table_lines > 80  # the check above really ran over the statements (rows of figures, in text lines or table rows)
     assert result.doc_type is not DocType.SENSITIVE
     assert document_sensitivity(parsed.text) is Sensitivity.LOW  # one switchboard number is not a document about persons
 
@@ -112,7 +113,7 @@ def test_labelled_lines_said_to_come_from_shared_files_really_do(filings):
             continue
         text = _source_text(line.source, filings)
         assert text is not None, line.source
-        assert " ".join(line.text.split()) in " ".join(text.split()), (line.source, line.text)
+        assert " ".join(line.text.split()) in " ".join(text.replace(" | ", " ").split()), (line.source, line.text)  # PDF table rows: cells apart by " | "
         checked += 1
     assert checked >= 40
 

@@ -11,7 +11,7 @@ from ..parsing.models import Segment
 from . import chunkers
 from .detect import detect_document_type
 from .models import Chunk, DocType, Sensitivity
-from .sanitize import redact, sensitivity_for, weak_pii_density
+from .sanitize import document_sensitivity, redact
 
 
 PARAGRAPHS = re.compile(r"\n\s*\n")
@@ -119,7 +119,7 @@ def chunk_segments(segments: list[Segment], doc_id: str, tabular: bool = False, 
             clean, found = redact(key[1]) if redact_pii and key[1] else (key[1], Counter())
             headers[key] = " ".join(clean.split()) if clean else None
             counts.update(found)
-    sensitivity = sensitivity_for(sum(counts.values()), weak_pii_density(raw))
+    sensitivity = document_sensitivity(raw)  # about persons, whatever the redaction switch says
     clean_text = "\n\n".join(cleaned)
     starts, pos = [], 0
     for clean in cleaned:
