@@ -21,7 +21,9 @@ NOT_NAMES = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "q1", "q2", "q3", "q4",
 }
-SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s*\[\d{1,3}\])*\s+(?=[A-Z0-9\"'“(\[-])|\n+")
+# A sentence ends after its punctuation and the citations that follow it ("... 499 euros. [1]"), before
+# the next sentence starts; a line break always ends one.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(-])|(?<=\])\s+(?=[A-Z0-9\"'“(-])|\n+")
 
 
 class HasText(Protocol):

@@ -32,7 +32,7 @@ def page(name: str) -> AppTest:
 def test_chat_page_answers_with_sources_and_keeps_history(data_dir):
     get_engine().ingest_bytes("linn.txt", doc("groundtruth_linn.txt"))
     at = page("chat").run()
-    assert not at.exception and "1 documents in the library" in at.caption[0].value
+    assert not at.exception and "1 document in the library" in at.caption[0].value
     at.chat_input[0].set_value("How many tracks does the LinnSequencer record?").run()
     assert not at.exception
     roles = [m.name for m in at.chat_message]
