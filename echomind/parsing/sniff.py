@@ -59,7 +59,8 @@ def _sniff_zip(data: bytes, filename: str) -> str:
     try:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     except zipfile.BadZipFile as exc:
-        raise UnsupportedFileType(f"'{filename}' looks like a ZIP-based file but the archive is damaged ({exc}).") from exc
+        raise UnsupportedFileType(f"'{filename}' looks like a ZIP-based file (DOCX, PPTX, XLSX) but the archive is damaged or cut off; "
+                                  "save it again from its application. Nothing was stored.") from exc
     if "word/document.xml" in names:
         return "docx"
     if "ppt/presentation.xml" in names:
