@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
-from conftest import ROOT
 from echomind.engine import Engine
 from echomind.settings import AppConfig
 from ollama_server import FakeOllama
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, settle
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, serve_app, settle
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed (.ci/run installs it)")
 MANUAL = (b"Aurora X2 espresso machine manual. The Aurora X2 costs 499 euros and heats up in 25 seconds. "
@@ -36,23 +31,8 @@ def slow_app(tmp_path_factory, embedder):
     engine.close()
     with FakeOllama(reply=lambda prompt: LONG_REPLY, word_delay_s=0.08) as fake:
         (data / "settings.json").write_text(json.dumps({"llm_backend": "ollama", "ollama_host": fake.host, "ollama_model": "llama3.2"}))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        log = open(data.parent / "chat-server.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port), "--server.headless", "true"],
-                                cwd=ROOT, env={**os.environ, "ECHOMIND_DATA_DIR": str(data)}, stdout=log, stderr=subprocess.STDOUT)
-        base = f"http://localhost:{port}"
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(base + "/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        yield base, data
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        with serve_app(data, data.parent / "chat-server.log") as base:
+            yield base, data
 
 
 @pytest.fixture(scope="module")

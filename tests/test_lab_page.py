@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, SHARED
@@ -13,19 +12,10 @@ from echomind.evaluation import document_text, load_beir
 from echomind.lab_answers import clean_answers
 from echomind.settings import RetrievalSettings
 from echomind.ui.state import get_engine
+from test_pages import data_dir  # noqa: F401 - the same isolated data directory fixture
 
 SQUAD = SHARED / "qa" / "squad-dev-even"
 PARAGRAPHS = ["Super_Bowl_50_0", "Super_Bowl_50_1"]
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ECHOMIND_DATA_DIR", str(tmp_path))
-    (tmp_path / "settings.json").write_text(json.dumps({"llm_backend": "none"}))
-    get_engine.clear()
-    yield tmp_path
-    get_engine().close()
-    get_engine.clear()
 
 
 def lab_page(set_id: str) -> AppTest:
